@@ -1,0 +1,387 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/phalanxload/phalanx/internal/cluster"
+	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// Version is advertised in the node meta.
+var Version = "dev"
+
+// ClockShiftEnv names a test-only environment variable: a Go duration added
+// to the agent's wall clock (e.g. "200s"), to prove that results do not
+// depend on agents' clocks agreeing.
+const ClockShiftEnv = "PHALANX_TEST_CLOCK_SHIFT"
+
+// Config configures an agent.
+type Config struct {
+	// Name is the agent's unique cluster name. Default: host name plus the
+	// gRPC port.
+	Name string
+	// GRPCAddr is the gRPC listen address, host:port. Default
+	// "127.0.0.1:7070"; port 0 picks a free port.
+	GRPCAddr string
+	// AdvertiseAddr is the gRPC address put in the node meta, for when
+	// GRPCAddr's host is unspecified (0.0.0.0). Default: GRPCAddr as bound,
+	// with an unspecified host replaced by the gossip address's host.
+	AdvertiseAddr string
+	// GossipAddr is the memberlist bind address. Default "0.0.0.0:7946".
+	GossipAddr string
+	// Join lists gossip addresses of members to join. The agent retries
+	// until one answers.
+	Join []string
+	// CPUs is the number of CPUs the engine may use. Default
+	// runtime.GOMAXPROCS(0).
+	CPUs int
+	// LAN selects memberlist's LAN timings (default: local timings).
+	LAN bool
+	// Clock is the agent's wall clock. Default time.Now, shifted by
+	// $PHALANX_TEST_CLOCK_SHIFT when set.
+	Clock func() time.Time
+	// Logger is the agent's logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Agent is a running agent daemon.
+type Agent struct {
+	cfg     Config
+	lis     net.Listener
+	grpc    *grpc.Server
+	cluster *cluster.Cluster
+	log     *slog.Logger
+
+	mu    sync.Mutex // guards state and runID
+	state pb.AgentState
+	runID string
+
+	// gossipState is signalled (never blocking) when state changes; a
+	// goroutine of Run pushes the new meta, since memberlist's UpdateNode
+	// blocks until the broadcast goes out and must stay off the run path.
+	gossipState chan struct{}
+}
+
+// service implements the Agent gRPC service for an Agent.
+type service struct {
+	pb.UnimplementedAgentServiceServer
+	a *Agent
+}
+
+var _ pb.AgentServiceServer = (*service)(nil)
+
+// New validates cfg and binds the gRPC and gossip ports; it contacts no
+// peer.
+func New(cfg Config) (*Agent, error) {
+	if cfg.GRPCAddr == "" {
+		cfg.GRPCAddr = "127.0.0.1:7070"
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		clock, err := ClockFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Clock = clock
+	}
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s-%d", host, lis.Addr().(*net.TCPAddr).Port)
+	}
+	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1)}
+	a.log = cfg.Logger.With("component", "agent", "agent", cfg.Name)
+	a.cluster, err = cluster.New(cluster.Config{
+		Name: cfg.Name, BindAddr: cfg.GossipAddr, Meta: a.meta, LAN: cfg.LAN, Logger: a.log,
+	})
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
+	if a.cfg.AdvertiseAddr == "" {
+		a.mu.Lock()
+		a.cfg.AdvertiseAddr = advertise(lis.Addr().(*net.TCPAddr), a.cluster.Addr())
+		a.mu.Unlock()
+		// memberlist took the meta at Create, before the address was known.
+		if err := a.cluster.UpdateMeta(time.Second); err != nil {
+			a.cluster.Leave(0)
+			lis.Close()
+			return nil, fmt.Errorf("advertise grpc address: %w", err)
+		}
+	}
+	a.grpc = grpc.NewServer(
+		// Ping the coordinator every second; a coordinator that does not
+		// answer within a second is gone, which ends the Run stream and
+		// stops the load (invariant 7).
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Second, Timeout: time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
+	)
+	pb.RegisterAgentServiceServer(a.grpc, &service{a: a})
+	return a, nil
+}
+
+// ClockFromEnv returns time.Now shifted by $PHALANX_TEST_CLOCK_SHIFT.
+func ClockFromEnv() (func() time.Time, error) {
+	v := os.Getenv(ClockShiftEnv)
+	if v == "" {
+		return time.Now, nil
+	}
+	shift, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", ClockShiftEnv, v, err)
+	}
+	return func() time.Time { return time.Now().Add(shift) }, nil
+}
+
+func advertise(bound *net.TCPAddr, gossip string) string {
+	if !bound.IP.IsUnspecified() {
+		return bound.String()
+	}
+	host, _, _ := net.SplitHostPort(gossip)
+	return net.JoinHostPort(host, fmt.Sprint(bound.Port))
+}
+
+// GRPCAddr returns the advertised gRPC address.
+func (a *Agent) GRPCAddr() string { return a.cfg.AdvertiseAddr }
+
+// GossipAddr returns the bound gossip address.
+func (a *Agent) GossipAddr() string { return a.cluster.Addr() }
+
+// Name returns the agent's cluster name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+func (a *Agent) meta() *pb.NodeMeta {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return &pb.NodeMeta{
+		Role: pb.Role_ROLE_AGENT, Name: a.cfg.Name, GrpcAddr: a.cfg.AdvertiseAddr,
+		Cpus: int32(a.cfg.CPUs), Version: Version, State: a.state,
+	}
+}
+
+// Run joins the cluster, serves gRPC until ctx ends, then leaves the
+// cluster and stops the server (ending any share in progress).
+func (a *Agent) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := a.grpc.Serve(a.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("serve grpc: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if _, err := a.cluster.Join(ctx, a.cfg.Join); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if len(a.cfg.Join) > 0 && ctx.Err() == nil {
+			a.log.Info("joined cluster", "via", a.cfg.Join)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.gossipState:
+				if err := a.cluster.UpdateMeta(time.Second); err != nil {
+					a.log.Debug("gossip state", "err", err)
+				}
+			}
+		}
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		if err := a.cluster.Leave(time.Second); err != nil {
+			a.log.Warn("leave", "err", err)
+		}
+		stopGRPC(a.grpc, 2*time.Second)
+		return nil
+	})
+	a.log.Info("agent started", "grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "cpus", a.cfg.CPUs)
+	return g.Wait()
+}
+
+// stopGRPC stops gracefully, forcing after d.
+func stopGRPC(s *grpc.Server, d time.Duration) {
+	done := make(chan struct{})
+	go func() { s.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		s.Stop()
+	}
+}
+
+// Clock implements pb.AgentServiceServer.
+func (s *service) Clock(context.Context, *pb.ClockRequest) (*pb.ClockResponse, error) {
+	return &pb.ClockResponse{NowUnixNano: s.a.cfg.Clock().UnixNano()}, nil
+}
+
+func (a *Agent) setState(s pb.AgentState) {
+	a.mu.Lock()
+	a.state = s
+	a.mu.Unlock()
+	select {
+	case a.gossipState <- struct{}{}:
+	default: // an update is already pending; it will carry this state
+	}
+}
+
+// acquire claims the agent for a run; it fails when another run holds it.
+func (a *Agent) acquire(runID string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runID != "" {
+		return status.Errorf(codes.FailedPrecondition, "agent %s is busy with run %s", a.cfg.Name, a.runID)
+	}
+	a.runID = runID
+	return nil
+}
+
+func (a *Agent) release() {
+	a.mu.Lock()
+	a.runID = ""
+	a.mu.Unlock()
+	a.setState(pb.AgentState_AGENT_STATE_IDLE)
+}
+
+// Run implements pb.AgentServiceServer: one share, start to end.
+func (s *service) Run(stream pb.AgentService_RunServer) error {
+	return s.a.runShare(stream)
+}
+
+// runShare runs one share over its Run stream.
+func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	setup := first.GetSetup()
+	if setup == nil {
+		return status.Error(codes.InvalidArgument, "run stream: first message must be setup")
+	}
+	share := wire.ShareFromProto(setup)
+	if err := a.acquire(share.RunID); err != nil {
+		return err
+	}
+	defer a.release()
+	log := a.log.With("run_id", share.RunID)
+
+	a.setState(pb.AgentState_AGENT_STATE_PREPARING)
+	eng, err := engine.New(ctx, engine.Config{Share: share, Workers: a.cfg.CPUs, Clock: a.cfg.Clock, Logger: log})
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "share: %v", err)
+	}
+	defer eng.Close()
+	prep, err := eng.Prepare(ctx)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "agent %s: %v", a.cfg.Name, err)
+	}
+	if err := stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Ready{Ready: &pb.Ready{
+		Connections: int64(prep.Connections), UsableCpus: int32(a.cfg.CPUs), Errors: prep.Errors,
+	}}}); err != nil {
+		return err
+	}
+	a.setState(pb.AgentState_AGENT_STATE_READY)
+	next, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := next.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "run stream: expected start")
+	}
+
+	// The stream's end is the shutdown: watch it while the share runs.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			if _, err := stream.Recv(); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+
+	a.setState(pb.AgentState_AGENT_STATE_RUNNING)
+	startAt := time.Unix(0, start.GetStartAtUnixNano())
+	log.Info("share starting", "connections", share.Connections, "in", time.Until(startAt).Round(time.Millisecond))
+	lastCPU := cpuTime()
+	var sendErr error
+	res, err := eng.Run(runCtx, startAt, func(iv engine.Interval) {
+		if sendErr != nil {
+			return
+		}
+		now := cpuTime()
+		b, err := iv.Latency.Encode()
+		if err != nil {
+			sendErr = err
+			cancel()
+			return
+		}
+		sendErr = stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{
+			Index:         int32(iv.Index),
+			StartUnixNano: iv.Start.UnixNano(),
+			EndUnixNano:   iv.End.UnixNano(),
+			Histogram:     b,
+			Counters:      wire.CountsToProto(&iv.Counts),
+			CpuTime:       durationpb.New(now - lastCPU),
+		}}})
+		lastCPU = now
+		if sendErr != nil {
+			cancel()
+		}
+	})
+	if err != nil {
+		log.Info("share stopped", "reason", err)
+		return status.FromContextError(err).Err()
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	a.setState(pb.AgentState_AGENT_STATE_DRAINING)
+	done := &pb.Done{InFlight: res.InFlight, Issued: res.Issued}
+	if !res.FirstSend.IsZero() {
+		done.FirstSendUnixNano = res.FirstSend.UnixNano()
+	}
+	log.Info("share done", "issued", res.Issued, "in_flight", res.InFlight)
+	return stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Done{Done: done}})
+}
+
+// cpuTime returns the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,77 @@
+// Command agent runs a Phalanx agent: it joins the cluster, advertises its
+// gRPC address and CPUs, and generates load for the coordinator's plans.
+//
+//	agent --grpc-addr 10.0.0.5:7070 --gossip-addr 10.0.0.5:7946 --join 10.0.0.1:7946
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/phalanxload/phalanx/agent"
+	"github.com/phalanxload/phalanx/internal/cpuset"
+	"github.com/phalanxload/phalanx/internal/daemon"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		cfg      agent.Config
+		cpus     string
+		local    bool
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:           "agent",
+		Short:         "Run a Phalanx load agent",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := daemon.Logger(logLevel)
+			if err != nil {
+				return err
+			}
+			if cpus != "" {
+				set, err := cpuset.Parse(cpus)
+				if err != nil {
+					return fmt.Errorf("--cpus: %w", err)
+				}
+				if err := cpuset.PinProcess(set); err != nil {
+					return fmt.Errorf("--cpus: %w", err)
+				}
+				runtime.GOMAXPROCS(len(set))
+				cfg.CPUs = len(set)
+				log.Info("pinned", "cpus", cpuset.Format(set))
+			}
+			cfg.LAN = !local
+			cfg.Logger = log
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address HOST:PORT (the coordinator connects here)")
+	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", "", "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")
+	f.StringVar(&cfg.GossipAddr, "gossip-addr", "0.0.0.0:7946", "memberlist gossip address HOST:PORT (TCP and UDP)")
+	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers)")
+	f.StringVar(&cfg.Name, "name", "", "unique agent name (default: host name and gRPC port)")
+	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
+	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}

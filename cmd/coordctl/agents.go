@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+func newAgentsCmd(coordAddr *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "agents",
+		Short: "List the live agents (name, gRPC address, CPUs, state)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, closeConn, err := dial(*coordAddr)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			resp, err := client.ListAgents(ctx, &pb.ListAgentsRequest{})
+			if err != nil {
+				return &prefixedError{"coordinator " + *coordAddr + " unreachable", err}
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tADDRESS\tCPUS\tSTATE\tVERSION")
+			for _, a := range resp.GetAgents() {
+				state := strings.ToLower(strings.TrimPrefix(a.GetState().String(), "AGENT_STATE_"))
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), a.GetCpus(), state, a.GetVersion())
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if len(resp.GetAgents()) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no agents alive")
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// dial returns a client of the coordinator at addr. The connection is lazy;
+// errors surface on the first call.
+func dial(addr string) (pb.CoordinatorServiceClient, func(), error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("coordinator address %q: %w", addr, err)
+	}
+	return pb.NewCoordinatorServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// submit runs p on the coordinator, printing progress to progressOut, and
+// returns the result.
+func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer) (*pb.RunResult, error) {
+	printProgress := progressPrinter(progressOut)
+	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p})
+	if err != nil {
+		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
+	}
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return nil, fmt.Errorf("coordinator %s ended the run without a result", addr)
+		}
+		if err != nil {
+			return nil, &prefixedError{"run on coordinator " + addr, err}
+		}
+		switch m := msg.Msg.(type) {
+		case *pb.RunPlanResponse_Progress:
+			printProgress(m.Progress)
+		case *pb.RunPlanResponse_Result:
+			return m.Result, nil
+		}
+	}
+}
+
+// progressPrinter returns a function that prints one line per merged
+// interval: its RPS, p99 and errors.
+func progressPrinter(w io.Writer) func(*pb.Progress) {
+	return func(pr *pb.Progress) {
+		secs := pr.GetInterval().AsDuration().Seconds()
+		line := fmt.Sprintf("  [%3d] %10.0f req/s", pr.GetIndex()+1, float64(pr.GetRequests())/max(secs, 1e-9))
+		if pr.GetP99Us() > 0 {
+			line += fmt.Sprintf("  p99 %v", time.Duration(pr.GetP99Us())*time.Microsecond)
+		}
+		if pr.GetErrors() > 0 {
+			line += fmt.Sprintf("  %d errors", pr.GetErrors())
+		}
+		fmt.Fprintln(w, line)
+	}
+}

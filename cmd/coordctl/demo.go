@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/target"
+	"github.com/phalanxload/phalanx/internal/tlsgen"
+)
+
+func newDemoCmd() *cobra.Command {
+	var (
+		agents      int
+		connections int
+		duration    wrkDuration = wrkDuration(5 * time.Second)
+		jsonFile    string
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a whole cluster in this process on loopback: a built-in HTTPS target, a coordinator and agents",
+		Long: `demo starts, inside this one process and on 127.0.0.1 only, a built-in HTTPS
+target (with a certificate from a throwaway CA generated now), a coordinator
+and two agents talking real gRPC and memberlist gossip, runs a closed-loop
+test against the target, and prints the merged report.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := cmd.ErrOrStderr()
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+			ca, err := tlsgen.New()
+			if err != nil {
+				return err
+			}
+			srv, err := target.New(target.Config{Cert: ca.Cert})
+			if err != nil {
+				return err
+			}
+			tctx, stopTarget := context.WithCancel(context.Background())
+			tdone := make(chan error, 1)
+			go func() { tdone <- srv.Run(tctx) }()
+			defer func() { stopTarget(); <-tdone }()
+
+			c, err := localcluster.Start(ctx, agents, 0, quiet)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			fmt.Fprintf(out, "demo: target %s, coordinator %s (gossip %s), %d agents\n",
+				srv.URL(), c.Coordinator.GRPCAddr(), c.Coordinator.GossipAddr(), len(c.Agents))
+
+			p := plan.Plan{URL: srv.URL(), Connections: connections, Duration: time.Duration(duration), TLS: plan.TLS{CAPEM: ca.CAPEM}}
+			p.SetDefaults()
+			if err := p.Validate(); err != nil {
+				return &usageError{err}
+			}
+			fmt.Fprintf(out, "demo: coordctl run -c%d -d%s --latency %s\n", p.Connections, p.Duration, p.URL)
+			res, err := c.Coordinator.RunPlan(ctx, p, progressPrinter(out))
+			if err != nil {
+				return err
+			}
+			rep, err := report.FromResult(res)
+			if err != nil {
+				return err
+			}
+			if err := writeReport(cmd, rep, true, jsonFile); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",
+				srv.Requests(), rep.Requests, rep.InFlight)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&agents, "agents", 2, "agents to start")
+	fl.IntVarP(&connections, "connections", "c", 20, "connections, total")
+	fl.VarP(&duration, "duration", "d", "measurement window")
+	fl.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
+	return cmd
+}

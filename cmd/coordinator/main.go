@@ -1,0 +1,61 @@
+// Command coordinator runs the Phalanx coordinator: a cluster member that
+// keeps the live agent view, runs plans submitted by coordctl across the
+// agents and merges their measurements.
+//
+//	coordinator --grpc-addr 10.0.0.1:7000 --gossip-addr 10.0.0.1:7946
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/phalanxload/phalanx/coordinator"
+	"github.com/phalanxload/phalanx/internal/daemon"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		cfg      coordinator.Config
+		local    bool
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:           "coordinator",
+		Short:         "Run the Phalanx coordinator",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := daemon.Logger(logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.LAN = !local
+			cfg.Logger = log
+			c, err := coordinator.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			return c.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:7000", "gRPC listen address HOST:PORT for coordctl")
+	f.StringVar(&cfg.GossipAddr, "gossip-addr", "0.0.0.0:7946", "memberlist gossip address HOST:PORT (agents --join this)")
+	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...]")
+	f.StringVar(&cfg.Name, "name", "", "cluster name (default: coordinator-HOSTNAME)")
+	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}

@@ -1,0 +1,196 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/phalanxload/phalanx/internal/cluster"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// Version is advertised in the node meta.
+var Version = "dev"
+
+// Config configures a coordinator.
+type Config struct {
+	// Name is the coordinator's cluster name. Default "coordinator-" plus
+	// the host name.
+	Name string
+	// GRPCAddr is the gRPC listen address for coordctl. Default
+	// "127.0.0.1:7000"; port 0 picks a free port.
+	GRPCAddr string
+	// GossipAddr is the memberlist bind address. Default "0.0.0.0:7946".
+	GossipAddr string
+	// Join lists gossip addresses of members to join (optional: agents may
+	// join the coordinator instead).
+	Join []string
+	// LAN selects memberlist's LAN timings (default: local timings).
+	LAN bool
+	// StartDelay is how far in the future the start instant is placed once
+	// every agent is ready, on top of the largest agent RTT. Default 100 ms.
+	StartDelay time.Duration
+	// PrepareTimeout bounds the wait for every agent to be ready (all
+	// connections open). Default 30 s.
+	PrepareTimeout time.Duration
+	// ClockSamples is the number of clock samples per agent. Default 8.
+	ClockSamples int
+	// Logger is the coordinator's logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Coordinator is a running coordinator daemon.
+type Coordinator struct {
+	cfg     Config
+	lis     net.Listener
+	grpc    *grpc.Server
+	cluster *cluster.Cluster
+	log     *slog.Logger
+}
+
+// New validates cfg and binds the gRPC and gossip ports; it contacts no
+// peer.
+func New(cfg Config) (*Coordinator, error) {
+	if cfg.GRPCAddr == "" {
+		cfg.GRPCAddr = "127.0.0.1:7000"
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = "coordinator-" + host
+	}
+	if cfg.StartDelay <= 0 {
+		cfg.StartDelay = 100 * time.Millisecond
+	}
+	if cfg.PrepareTimeout <= 0 {
+		cfg.PrepareTimeout = 30 * time.Second
+	}
+	if cfg.ClockSamples <= 0 {
+		cfg.ClockSamples = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
+	}
+	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator")}
+	c.cluster, err = cluster.New(cluster.Config{
+		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
+		Meta: func() *pb.NodeMeta {
+			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: Version}
+		},
+	})
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
+	c.grpc = grpc.NewServer()
+	pb.RegisterCoordinatorServiceServer(c.grpc, &service{c: c})
+	return c, nil
+}
+
+// GRPCAddr returns the bound gRPC address.
+func (c *Coordinator) GRPCAddr() string { return c.lis.Addr().String() }
+
+// GossipAddr returns the bound gossip address, for agents' --join.
+func (c *Coordinator) GossipAddr() string { return c.cluster.Addr() }
+
+// Run joins the cluster (when Join is set) and serves until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := c.grpc.Serve(c.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("serve grpc: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if _, err := c.cluster.Join(ctx, c.cfg.Join); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		if err := c.cluster.Leave(time.Second); err != nil {
+			c.log.Warn("leave", "err", err)
+		}
+		done := make(chan struct{})
+		go func() { c.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			c.grpc.Stop()
+		}
+		return nil
+	})
+	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr())
+	return g.Wait()
+}
+
+// Agents returns the live agents, sorted by name.
+func (c *Coordinator) Agents() []*pb.NodeMeta {
+	var out []*pb.NodeMeta
+	for _, m := range c.cluster.Members() {
+		if m.GetRole() == pb.Role_ROLE_AGENT {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// service implements the Coordinator gRPC service.
+type service struct {
+	pb.UnimplementedCoordinatorServiceServer
+	c *Coordinator
+}
+
+var _ pb.CoordinatorServiceServer = (*service)(nil)
+
+func (s *service) ListAgents(context.Context, *pb.ListAgentsRequest) (*pb.ListAgentsResponse, error) {
+	return &pb.ListAgentsResponse{Agents: s.c.Agents()}, nil
+}
+
+func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_RunPlanServer) error {
+	p := wire.PlanFromProto(req.GetPlan())
+	res, err := s.c.RunPlan(stream.Context(), p, func(pr *pb.Progress) {
+		_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Progress{Progress: pr}})
+	})
+	if res != nil {
+		// A partial result (an agent died) is still sent: nothing measured
+		// is lost. The error then travels in the result's agent rows.
+		if serr := stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Result{Result: res}}); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+// toStatus maps run errors to gRPC status codes at the server boundary.
+func toStatus(err error) error {
+	var fe *plan.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, errNoAgents):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.FromContextError(err).Err()
+}

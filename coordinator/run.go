@@ -1,0 +1,423 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+var errNoAgents = errors.New("no agents alive")
+
+// agentRun is one agent's part of a run, as the coordinator tracks it.
+type agentRun struct {
+	meta   *pb.NodeMeta
+	share  plan.Share
+	conn   *grpc.ClientConn
+	stream pb.AgentService_RunClient
+
+	offset, rtt time.Duration // agent clock - coordinator clock; RTT of that sample
+	ready       *pb.Ready
+
+	// Written by the merge loop only.
+	counters  *pb.Counters
+	cpu       time.Duration
+	cpus      int32
+	intervals int
+	done      *pb.Done
+	err       error
+}
+
+// event is one message (or the end) of one agent's Run stream.
+type event struct {
+	agent int
+	msg   *pb.RunResponse
+	err   error
+}
+
+// RunPlan executes p and returns its merged result. progress, if not nil, is
+// called after each interval has been merged across agents. When an agent
+// fails mid-run, the result keeps everything measured and names the failure
+// in that agent's row; RunPlan then returns the result and a nil error.
+// Errors before the start (bad plan, no agents, an agent that cannot reach
+// the target) return a nil result and a gRPC status error.
+func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*pb.Progress)) (*pb.RunResult, error) {
+	p.SetDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, toStatus(err)
+	}
+	agents, err := c.selectAgents(p)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	runID := newRunID()
+	log := c.log.With("run_id", runID)
+	shares := plan.Shares(runID, p, len(agents))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runs := make([]*agentRun, len(agents))
+	for i, m := range agents {
+		runs[i] = &agentRun{meta: m, share: shares[i], counters: &pb.Counters{}, cpus: m.GetCpus()}
+	}
+	defer func() {
+		for _, r := range runs {
+			if r.conn != nil {
+				r.conn.Close()
+			}
+		}
+	}()
+
+	// Connect, sync clocks, send shares and wait for Ready, all agents in
+	// parallel, bounded by PrepareTimeout.
+	prepCtx, prepCancel := context.WithTimeout(ctx, c.cfg.PrepareTimeout)
+	defer prepCancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.prepare(ctx, prepCtx, r)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if prepCtx.Err() != nil && ctx.Err() == nil {
+			return nil, status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
+		}
+		return nil, toStatus(err)
+	}
+
+	// One start instant in the coordinator's clock, sent to each agent in
+	// its own clock.
+	var maxRTT time.Duration
+	for _, r := range runs {
+		maxRTT = max(maxRTT, r.rtt)
+	}
+	startAt := time.Now().Add(c.cfg.StartDelay + 2*maxRTT)
+	for _, r := range runs {
+		at := startAt.Add(r.offset).UnixNano()
+		if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: at}}}); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "start agent %s: %v", r.meta.GetName(), err)
+		}
+	}
+	log.Info("run started", "agents", len(runs), "connections", p.Connections, "duration", p.Duration)
+
+	events := make(chan event, 16*len(runs))
+	for i, r := range runs {
+		go func() {
+			for {
+				msg, err := r.stream.Recv()
+				select {
+				case events <- event{agent: i, msg: msg, err: err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.NewTimer(time.Until(startAt.Add(p.Duration + p.Timeout + 10*time.Second)))
+	defer deadline.Stop()
+
+	m := newMerger(len(runs), p.Interval)
+	pending := len(runs)
+	for pending > 0 {
+		var ev event
+		select {
+		case ev = <-events:
+		case <-deadline.C:
+			for _, r := range runs {
+				if r.done == nil && r.err == nil {
+					r.err = errors.New("no result before the run's deadline")
+					pending--
+				}
+			}
+			cancel()
+			continue
+		case <-ctx.Done():
+			return nil, toStatus(ctx.Err())
+		}
+		r := runs[ev.agent]
+		if r.done != nil || r.err != nil {
+			continue // already ended (a late message after the deadline)
+		}
+		if ev.err != nil {
+			if errors.Is(ev.err, io.EOF) {
+				ev.err = errors.New("stream ended without a result")
+			}
+			r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), ev.err)
+			log.Warn("agent failed mid-run; keeping its measurements so far", "agent", r.meta.GetName(), "err", ev.err)
+			pending--
+			continue
+		}
+		switch msg := ev.msg.Msg.(type) {
+		case *pb.RunResponse_Interval:
+			pr, err := m.add(ev.agent, msg.Interval)
+			if err != nil {
+				r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), err)
+				pending--
+				continue
+			}
+			wire.AddCounters(r.counters, msg.Interval.GetCounters())
+			r.cpu += msg.Interval.GetCpuTime().AsDuration()
+			r.intervals++
+			if pr != nil && progress != nil {
+				pr.RunId = runID
+				progress(pr)
+			}
+		case *pb.RunResponse_Done:
+			r.done = msg.Done
+			pending--
+		}
+	}
+	cancel() // ends every Run stream: agents return to idle
+
+	return c.result(runID, p, startAt, runs, m)
+}
+
+// selectAgents picks the agents for p: every live idle agent, or the first
+// p.Agents by name, never more than p.Connections.
+func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
+	live := c.Agents()
+	var idle []*pb.NodeMeta
+	for _, m := range live {
+		if m.GetState() == pb.AgentState_AGENT_STATE_IDLE {
+			idle = append(idle, m)
+		}
+	}
+	if len(idle) == 0 {
+		if len(live) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "no idle agents: all %d live agents are busy with another run", len(live))
+		}
+		return nil, fmt.Errorf("%w: start agents with --join %s", errNoAgents, c.GossipAddr())
+	}
+	n := len(idle)
+	if p.Agents > 0 {
+		if p.Agents > n {
+			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d idle (of %d live)", p.Agents, n, len(live))
+		}
+		n = p.Agents
+	}
+	n = min(n, p.Connections)
+	return idle[:n], nil
+}
+
+// prepare connects to one agent, estimates its clock offset, sends its share
+// and waits for Ready. The stream lives on ctx (the run); the waits are
+// bounded by prepCtx.
+func (c *Coordinator) prepare(ctx, prepCtx context.Context, r *agentRun) error {
+	name := r.meta.GetName()
+	conn, err := grpc.NewClient(r.meta.GetGrpcAddr(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 2 * time.Second}),
+	)
+	if err != nil {
+		return fmt.Errorf("agent %s at %s: %w", name, r.meta.GetGrpcAddr(), err)
+	}
+	r.conn = conn
+	client := pb.NewAgentServiceClient(conn)
+	if r.offset, r.rtt, err = measureClock(prepCtx, client, c.cfg.ClockSamples); err != nil {
+		return fmt.Errorf("agent %s clock: %w", name, err)
+	}
+	r.stream, err = client.Run(ctx)
+	if err != nil {
+		return fmt.Errorf("agent %s: open run stream: %w", name, err)
+	}
+	if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Setup{Setup: wire.ShareToProto(r.share)}}); err != nil {
+		return fmt.Errorf("agent %s: send share: %w", name, err)
+	}
+	type recv struct {
+		msg *pb.RunResponse
+		err error
+	}
+	ch := make(chan recv, 1)
+	go func() {
+		msg, err := r.stream.Recv()
+		ch <- recv{msg, err}
+	}()
+	select {
+	case <-prepCtx.Done():
+		return fmt.Errorf("agent %s: not ready: %w", name, prepCtx.Err())
+	case rv := <-ch:
+		if rv.err != nil {
+			if st, ok := status.FromError(rv.err); ok {
+				return status.Error(st.Code(), st.Message())
+			}
+			return fmt.Errorf("agent %s: %w", name, rv.err)
+		}
+		if r.ready = rv.msg.GetReady(); r.ready == nil {
+			return fmt.Errorf("agent %s: expected ready, got %T", name, rv.msg.GetMsg())
+		}
+		if r.ready.GetUsableCpus() > 0 {
+			r.cpus = r.ready.GetUsableCpus()
+		}
+	}
+	return nil
+}
+
+// measureClock estimates agent clock minus coordinator clock NTP-style:
+// offset = agent time - (send time + RTT/2), keeping the minimum-RTT sample
+// of n.
+func measureClock(ctx context.Context, client pb.AgentServiceClient, n int) (offset, rtt time.Duration, err error) {
+	rtt = -1
+	for range n {
+		ctx1, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t0 := time.Now()
+		resp, err := client.Clock(ctx1, &pb.ClockRequest{})
+		t1 := time.Now()
+		cancel()
+		if err != nil {
+			return 0, 0, err
+		}
+		d := t1.Sub(t0)
+		if rtt < 0 || d < rtt {
+			rtt = d
+			mid := t0.Add(d / 2)
+			offset = time.Unix(0, resp.GetNowUnixNano()).Sub(mid.Round(0))
+		}
+	}
+	return offset, rtt, nil
+}
+
+// result builds the run's merged result.
+func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs []*agentRun, m *merger) (*pb.RunResult, error) {
+	res := &pb.RunResult{
+		RunId:             runID,
+		Plan:              wire.PlanToProto(p),
+		StartedAtUnixNano: startAt.UnixNano(),
+		Window:            durationpb.New(p.Duration),
+		Counters:          &pb.Counters{},
+	}
+	// The CA and body are inputs, not results; keep the stored result small.
+	res.Plan.Body = nil
+	if res.Plan.Tls != nil {
+		res.Plan.Tls.CaPem = nil
+	}
+	b, err := m.total.Encode()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encode merged histogram: %v", err)
+	}
+	res.Histogram = b
+	var firstMin, firstMax time.Time
+	for _, r := range runs {
+		ar := &pb.AgentResult{
+			Name:        r.meta.GetName(),
+			GrpcAddr:    r.meta.GetGrpcAddr(),
+			Connections: int64(r.share.Connections),
+			Requests:    r.counters.GetRequests(),
+			Errors:      wire.ErrorTotal(r.counters),
+			CpuTime:     durationpb.New(r.cpu),
+			Cpus:        r.cpus,
+			ClockOffset: durationpb.New(r.offset),
+			Rtt:         durationpb.New(r.rtt),
+		}
+		wire.AddCounters(res.Counters, r.counters)
+		if r.err != nil {
+			ar.Error = r.err.Error()
+		}
+		if d := r.done; d != nil {
+			ar.InFlight = d.GetInFlight()
+			ar.Issued = d.GetIssued()
+			res.InFlight += d.GetInFlight()
+			if fs := d.GetFirstSendUnixNano(); fs != 0 {
+				first := time.Unix(0, fs).Add(-r.offset) // in the coordinator's clock
+				ar.StartOffset = durationpb.New(first.Sub(startAt))
+				if firstMin.IsZero() || first.Before(firstMin) {
+					firstMin = first
+				}
+				if first.After(firstMax) {
+					firstMax = first
+				}
+			}
+		}
+		res.Counters.Issued += ar.Issued
+		res.Agents = append(res.Agents, ar)
+	}
+	if !firstMin.IsZero() {
+		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
+	}
+	return res, nil
+}
+
+// newRunID returns a sortable, unique run ID: UTC time plus 6 random hex
+// digits, e.g. 20261130T085012Z-3fa9c1.
+func newRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// merger merges interval histograms exactly: per interval across agents
+// (for progress) and over the whole window.
+type merger struct {
+	agents   int
+	interval time.Duration
+	total    *hist.Histogram
+	byIndex  map[int32]*pending
+}
+
+type pending struct {
+	hist     *hist.Histogram
+	requests int64
+	errors   int64
+	seen     int
+}
+
+func newMerger(agents int, interval time.Duration) *merger {
+	return &merger{agents: agents, interval: interval, total: hist.New(), byIndex: map[int32]*pending{}}
+}
+
+// add merges one agent interval; it returns the merged progress once every
+// agent has sent interval k.
+func (m *merger) add(agent int, iv *pb.Interval) (*pb.Progress, error) {
+	h, err := hist.Decode(iv.GetHistogram())
+	if err != nil {
+		return nil, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
+	}
+	if h.Count() != iv.GetCounters().GetRequests() {
+		return nil, fmt.Errorf("interval %d: histogram holds %d samples, counters say %d requests", iv.GetIndex(), h.Count(), iv.GetCounters().GetRequests())
+	}
+	if err := m.total.Merge(h); err != nil {
+		return nil, err
+	}
+	p := m.byIndex[iv.GetIndex()]
+	if p == nil {
+		p = &pending{hist: hist.New()}
+		m.byIndex[iv.GetIndex()] = p
+	}
+	if err := p.hist.Merge(h); err != nil {
+		return nil, err
+	}
+	p.requests += iv.GetCounters().GetRequests()
+	p.errors += wire.ErrorTotal(iv.GetCounters())
+	p.seen++
+	if p.seen < m.agents {
+		return nil, nil
+	}
+	delete(m.byIndex, iv.GetIndex())
+	pr := &pb.Progress{Index: iv.GetIndex(), Requests: p.requests, Errors: p.errors, Interval: durationpb.New(time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()))}
+	if p.hist.Count() > 0 {
+		pr.P99Us = p.hist.ValueAtPercentile(99)
+	}
+	return pr, nil
+}

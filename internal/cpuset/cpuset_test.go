@@ -1,0 +1,76 @@
+package cpuset
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"0", []int{0}},
+		{"2-5", []int{2, 3, 4, 5}},
+		{"0,2,4-6,2", []int{0, 2, 4, 5, 6}},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Parse(%q) = %v, %v, want %v", tc.in, got, err, tc.want)
+		}
+		if f := Format(got); f != strings.ReplaceAll(Format(tc.want), " ", "") {
+			t.Errorf("Format(%v) = %q", got, f)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "-1", "1-"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) succeeded, want error", bad)
+		}
+	}
+	if got := Format([]int{0, 1, 2, 5, 7, 8}); got != "0-2,5,7-8" {
+		t.Errorf("Format = %q", got)
+	}
+}
+
+// TestPinProcess pins to CPU 0 and checks every thread's Cpus_allowed_list.
+func TestPinProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	orig, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origList := field(string(orig), "Cpus_allowed_list")
+	all, err := Parse(origList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { PinProcess(all) })
+	if err := PinProcess([]int{all[0]}); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // thread exited
+		}
+		if got := field(string(b), "Cpus_allowed_list"); got != Format([]int{all[0]}) {
+			t.Errorf("%s: Cpus_allowed_list = %q, want %q", p, got, Format([]int{all[0]}))
+		}
+	}
+}
+
+func field(status, name string) string {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

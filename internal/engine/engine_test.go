@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// tlsTarget starts an httptest TLS server that counts requests.
+func tlsTarget(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64, []byte) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return srv, &n, ca
+}
+
+func newEngine(t *testing.T, p plan.Plan, conns int) *Engine {
+	t.Helper()
+	p.SetDefaults()
+	e, err := New(context.Background(), Config{Share: plan.Share{RunID: "t", Plan: p, Count: 1, Connections: conns}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func TestClosedLoopAccounting(t *testing.T) {
+	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello world"))
+	})
+	e := newEngine(t, plan.Plan{URL: srv.URL + "/x", Connections: 4, Duration: 1500 * time.Millisecond, Interval: 500 * time.Millisecond, TLS: plan.TLS{CAPEM: ca}}, 4)
+	ctx := context.Background()
+	prep, err := e.Prepare(ctx)
+	if err != nil || prep.Connections != 4 {
+		t.Fatalf("Prepare = %+v, %v", prep, err)
+	}
+	if served.Load() != 0 {
+		t.Fatalf("requests before start: %d", served.Load())
+	}
+	start := time.Now().Add(50 * time.Millisecond)
+	var ivs []Interval
+	res, err := e.Run(ctx, start, func(iv Interval) { ivs = append(ivs, iv) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ivs) != 3 {
+		t.Fatalf("got %d intervals, want 3", len(ivs))
+	}
+	var total Counts
+	var hcount int64
+	for k, iv := range ivs {
+		if iv.Index != k || !iv.Start.Equal(start.Add(time.Duration(k)*500*time.Millisecond)) || iv.End.Sub(iv.Start) != 500*time.Millisecond {
+			t.Errorf("interval %d: index %d, [%v, %v)", k, iv.Index, iv.Start.Sub(start), iv.End.Sub(start))
+		}
+		if iv.Counts.Requests == 0 {
+			t.Errorf("interval %d has no requests", k)
+		}
+		total.Add(&iv.Counts)
+		hcount += iv.Latency.Count()
+	}
+	if hcount != total.Requests {
+		t.Errorf("histogram count %d != requests %d", hcount, total.Requests)
+	}
+	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != res.Issued {
+		t.Errorf("completed %d + errors %d + in flight %d = %d, want issued %d", total.Requests, total.ErrorTotal(), res.InFlight, got, res.Issued)
+	}
+	if total.ErrorTotal() != 0 {
+		t.Errorf("errors: %v", total.ErrorMap())
+	}
+	if got := served.Load(); got != res.Issued {
+		t.Errorf("server saw %d requests, engine issued %d", got, res.Issued)
+	}
+	if total.Status[200] != total.Requests {
+		t.Errorf("status 200 = %d of %d", total.Status[200], total.Requests)
+	}
+	if d := res.FirstSend.Sub(start); d < 0 || d > 20*time.Millisecond {
+		t.Errorf("first send %v after start", d)
+	}
+}
+
+func TestStopClosesConnections(t *testing.T) {
+	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(10 * time.Millisecond)
+	})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Duration: time.Minute, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	t0 := time.Now()
+	_, err := e.Run(ctx, time.Now(), func(Interval) {})
+	if err == nil {
+		t.Fatal("Run returned nil after cancel")
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Fatalf("Run took %v to stop after cancel", d)
+	}
+}
+
+func TestPrepareUnreachable(t *testing.T) {
+	p := plan.Plan{URL: "https://127.0.0.1:1/", Connections: 2}
+	e := newEngine(t, p, 2)
+	_, err := e.Prepare(context.Background())
+	if err == nil {
+		t.Fatal("Prepare succeeded against a closed port")
+	}
+	t.Log(err)
+}
+
+func TestCertificateVerifiedByDefault(t *testing.T) {
+	srv, _, _ := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 1}, 1)
+	prep, err := e.Prepare(context.Background())
+	if err == nil || prep.Errors["tls"] != 1 {
+		t.Fatalf("Prepare against an untrusted cert = %+v, %v; want a tls error", prep, err)
+	}
+}

@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// response is what readResponse learned about one HTTP/1.x response.
+type response struct {
+	// status is the final (non-1xx) status code.
+	status int
+	// wireBytes counts every byte of the response as read from the
+	// connection: interim responses, status line, headers, chunk framing,
+	// trailers and body.
+	wireBytes int64
+	// close reports that the connection cannot be reused: the server said
+	// Connection: close, spoke HTTP/1.0 without keep-alive, or delimited the
+	// body by closing.
+	close bool
+}
+
+// maxLine bounds a status, header or chunk-size line (bufio's buffer).
+const maxLine = 16 << 10
+
+// readResponse reads one whole response to a request with the given method
+// from r, following RFC 9112 section 6.3 for the message body length:
+// HEAD, 1xx, 204 and 304 have no body; then chunked; then Content-Length;
+// otherwise the body runs to connection close. Interim 1xx responses (other
+// than 101) are read and skipped. It allocates nothing in steady state.
+//
+// started is set once the first response byte has been read, so that the
+// caller can tell "closed before response" from "truncated".
+func readResponse(r *bufio.Reader, head bool, res *response, started *bool) error {
+	*res = response{}
+	for {
+		line, err := readLine(r, &res.wireBytes)
+		if len(line) > 0 || res.wireBytes > 0 {
+			*started = true
+		}
+		if err != nil {
+			return err
+		}
+		major, minor, status, ok := parseStatusLine(line)
+		if !ok {
+			return &protocolError{"bad status line"}
+		}
+		h, err := readHeaders(r, &res.wireBytes)
+		if err != nil {
+			return err
+		}
+		if status >= 100 && status < 200 && status != 101 {
+			continue // interim response: the final one follows
+		}
+		if status == 101 {
+			return &protocolError{"unexpected 101 Switching Protocols"}
+		}
+		res.status = status
+		res.close = h.close || (major == 1 && minor == 0 && !h.keepAlive)
+		switch {
+		case head || status == 204 || status == 304:
+			return nil
+		case h.chunked:
+			return readChunked(r, &res.wireBytes)
+		case h.contentLength >= 0:
+			n, err := r.Discard(int(h.contentLength))
+			res.wireBytes += int64(n)
+			if err != nil {
+				return truncated(err)
+			}
+			return nil
+		default:
+			// Delimited by close (RFC 9112 6.3 rule 8): read to EOF.
+			res.close = true
+			for {
+				n, err := r.Discard(r.Size())
+				res.wireBytes += int64(n)
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// truncated turns an EOF inside a body into io.ErrUnexpectedEOF.
+func truncated(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readLine returns one CRLF- or LF-terminated line without its terminator.
+// The slice is valid until the next read.
+func readLine(r *bufio.Reader, n *int64) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	*n += int64(len(line))
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, &protocolError{"line too long"}
+		}
+		if len(line) > 0 || *n > 0 {
+			return line, truncated(err)
+		}
+		return line, err
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// parseStatusLine parses "HTTP/1.x NNN reason".
+func parseStatusLine(b []byte) (major, minor, status int, ok bool) {
+	if len(b) < 12 || !bytes.HasPrefix(b, []byte("HTTP/")) || b[6] != '.' || b[8] != ' ' {
+		return 0, 0, 0, false
+	}
+	if b[5] < '0' || b[5] > '9' || b[7] < '0' || b[7] > '9' {
+		return 0, 0, 0, false
+	}
+	major, minor = int(b[5]-'0'), int(b[7]-'0')
+	if major != 1 {
+		return 0, 0, 0, false
+	}
+	for _, c := range b[9:12] {
+		if c < '0' || c > '9' {
+			return 0, 0, 0, false
+		}
+		status = status*10 + int(c-'0')
+	}
+	if len(b) > 12 && b[12] != ' ' {
+		return 0, 0, 0, false
+	}
+	return major, minor, status, status >= 100
+}
+
+// headerInfo is what the body length rules need from the header section.
+type headerInfo struct {
+	contentLength int64 // -1 when absent
+	chunked       bool
+	close         bool
+	keepAlive     bool
+}
+
+// readHeaders reads header fields up to the empty line.
+func readHeaders(r *bufio.Reader, n *int64) (headerInfo, error) {
+	h := headerInfo{contentLength: -1}
+	for {
+		line, err := readLine(r, n)
+		if err != nil {
+			return h, truncated(err)
+		}
+		if len(line) == 0 {
+			return h, nil
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return h, &protocolError{"bad header line"}
+		}
+		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+		switch {
+		case asciiEqualFold(name, "content-length"):
+			v, ok := parseDecimal(value)
+			if !ok || (h.contentLength >= 0 && h.contentLength != v) {
+				return h, &protocolError{"bad Content-Length"}
+			}
+			h.contentLength = v
+		case asciiEqualFold(name, "transfer-encoding"):
+			// chunked must be the final coding (RFC 9112 6.1).
+			last := value
+			if i := bytes.LastIndexByte(value, ','); i >= 0 {
+				last = bytes.TrimSpace(value[i+1:])
+			}
+			if !asciiEqualFold(last, "chunked") {
+				// Not chunked: the body runs to close.
+				h.close = true
+				continue
+			}
+			h.chunked = true
+		case asciiEqualFold(name, "connection"):
+			if containsToken(value, "close") {
+				h.close = true
+			}
+			if containsToken(value, "keep-alive") {
+				h.keepAlive = true
+			}
+		}
+	}
+}
+
+// readChunked reads a chunked body and its trailer section.
+func readChunked(r *bufio.Reader, n *int64) error {
+	for {
+		line, err := readLine(r, n)
+		if err != nil {
+			return truncated(err)
+		}
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i] // chunk extensions are ignored
+		}
+		size, ok := parseHex(bytes.TrimSpace(line))
+		if !ok {
+			return &protocolError{"bad chunk size"}
+		}
+		if size == 0 {
+			// Trailer section, ended by an empty line.
+			for {
+				line, err := readLine(r, n)
+				if err != nil {
+					return truncated(err)
+				}
+				if len(line) == 0 {
+					return nil
+				}
+			}
+		}
+		d, err := r.Discard(int(size))
+		*n += int64(d)
+		if err != nil {
+			return truncated(err)
+		}
+		line, err = readLine(r, n)
+		if err != nil {
+			return truncated(err)
+		}
+		if len(line) != 0 {
+			return &protocolError{"missing CRLF after chunk"}
+		}
+	}
+}
+
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+func parseHex(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int64(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// asciiEqualFold compares b with the lowercase ASCII string s.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// containsToken reports whether a comma-separated list holds token
+// (case-insensitive).
+func containsToken(list []byte, token string) bool {
+	for len(list) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			item, list = list[:i], list[i+1:]
+		} else {
+			item, list = list, nil
+		}
+		if asciiEqualFold(bytes.TrimSpace(item), token) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,151 @@
+package hist
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"testing/quick"
+	"time"
+)
+
+var percentiles = []float64{0, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100}
+
+// samples draws n latencies from a heavy-tailed mix (µs up to minutes).
+func samples(r *rand.Rand, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		switch r.IntN(4) {
+		case 0:
+			out[i] = 1 + r.Int64N(100)
+		case 1:
+			out[i] = 100 + r.Int64N(10_000)
+		case 2:
+			out[i] = int64(r.ExpFloat64() * 2000)
+		default:
+			out[i] = r.Int64N(int64(10 * time.Minute / time.Microsecond))
+		}
+	}
+	return out
+}
+
+func equalDistribution(t *testing.T, got, want *Histogram) bool {
+	t.Helper()
+	if got.Count() != want.Count() || got.h.Min() != want.h.Min() || got.Max() != want.Max() {
+		t.Logf("count/min/max = %d/%d/%d, want %d/%d/%d", got.Count(), got.h.Min(), got.Max(), want.Count(), want.h.Min(), want.Max())
+		return false
+	}
+	for _, p := range percentiles {
+		if g, w := got.ValueAtPercentile(p), want.ValueAtPercentile(p); g != w {
+			t.Logf("p%v = %d, want %d", p, g, w)
+			return false
+		}
+	}
+	return true
+}
+
+// TestMergeEqualsWhole: merging k histograms equals one histogram of all
+// samples (count, min, max and every percentile).
+func TestMergeEqualsWhole(t *testing.T) {
+	prop := func(seed uint64, kRaw, nRaw uint8) bool {
+		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		k := 1 + int(kRaw%16)
+		whole := New()
+		merged := New()
+		for range k {
+			part := New()
+			for _, v := range samples(r, int(nRaw)*8) {
+				part.RecordMicros(v)
+				whole.RecordMicros(v)
+			}
+			if err := merged.Merge(part); err != nil {
+				t.Log(err)
+				return false
+			}
+		}
+		return equalDistribution(t, merged, whole)
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 60}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEncodeDecodeRoundTrip: Decode(Encode(h)) has h's distribution, and a
+// merge of decoded parts equals the whole.
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	prop := func(seed uint64, nRaw uint16) bool {
+		r := rand.New(rand.NewPCG(seed, 7))
+		h := New()
+		for _, v := range samples(r, int(nRaw%4000)) {
+			h.RecordMicros(v)
+		}
+		b, err := h.Encode()
+		if err != nil {
+			t.Log(err)
+			return false
+		}
+		d, err := Decode(b)
+		if err != nil {
+			t.Log(err)
+			return false
+		}
+		return equalDistribution(t, d, h)
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 100}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecodeRejectsCorruptAndForeign(t *testing.T) {
+	h := New()
+	h.RecordMicros(42)
+	b, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][]byte{
+		"empty":     nil,
+		"truncated": b[:len(b)/2],
+		"garbage":   []byte("not a histogram at all"),
+	} {
+		if _, err := Decode(in); err == nil {
+			t.Errorf("Decode(%s) succeeded, want error", name)
+		}
+	}
+	// A histogram with another geometry would merge inexactly.
+	foreign := newForeign()
+	if _, err := Decode(foreign); !errors.Is(err, ErrGeometry) {
+		t.Errorf("Decode(2 significant figures) = %v, want ErrGeometry", err)
+	}
+}
+
+func TestRecordBounds(t *testing.T) {
+	h := New()
+	h.Record(300 * time.Nanosecond) // below 1 µs: counted as 1 µs
+	h.Record(25 * time.Hour)        // over range: counted, flagged
+	if h.Count() != 2 {
+		t.Fatalf("Count = %d, want 2", h.Count())
+	}
+	if h.OverRange() != 1 {
+		t.Fatalf("OverRange = %d, want 1", h.OverRange())
+	}
+	if got := h.h.Min(); got != 1 {
+		t.Fatalf("Min = %d, want 1", got)
+	}
+	if !h.h.ValuesAreEquivalent(h.Max(), HighestUs) {
+		t.Fatalf("Max = %d, want ~%d", h.Max(), HighestUs)
+	}
+}
+
+func TestSummarizeEmptyIsNil(t *testing.T) {
+	if s := New().Summarize(); s != nil {
+		t.Fatalf("Summarize(empty) = %+v, want nil", s)
+	}
+	h := New()
+	for v := int64(1); v <= 1000; v++ {
+		h.RecordMicros(v)
+	}
+	s := h.Summarize()
+	if s.Count != 1000 || s.Min != 1 || s.Max != 1000 || s.P50 != 500 || s.P99 != 990 || s.Mean != 500.5 {
+		t.Fatalf("Summarize(1..1000) = %+v", s)
+	}
+}

@@ -1,0 +1,105 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/phalanxload/phalanx/agent"
+	"github.com/phalanxload/phalanx/coordinator"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// Cluster is a coordinator and its agents running in this process.
+type Cluster struct {
+	Coordinator *coordinator.Coordinator
+	Agents      []*agent.Agent
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+}
+
+// Start starts a coordinator and n agents on 127.0.0.1 with ephemeral ports,
+// each agent using cpusPerAgent CPUs (0: all), and waits up to 10 s until
+// the coordinator sees every agent. Close stops them all.
+func Start(ctx context.Context, n, cpusPerAgent int, logger *slog.Logger) (*Cluster, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	coord, err := coordinator.New(coordinator.Config{
+		Name: "coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c := &Cluster{Coordinator: coord, cancel: cancel}
+	c.spawn(func() error { return coord.Run(runCtx) })
+	for i := range n {
+		a, err := agent.New(agent.Config{
+			Name: fmt.Sprintf("agent-%d", i+1), GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
+			Join: []string{coord.GossipAddr()}, CPUs: cpusPerAgent, Logger: logger,
+		})
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.Agents = append(c.Agents, a)
+		c.spawn(func() error { return a.Run(runCtx) })
+	}
+	if err := c.WaitAgents(ctx, n, 10*time.Second); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) spawn(f func() error) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := f(); err != nil {
+			c.mu.Lock()
+			c.errs = append(c.errs, err)
+			c.mu.Unlock()
+		}
+	}()
+}
+
+// WaitAgents waits until the coordinator sees n idle agents.
+func (c *Cluster) WaitAgents(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		idle := 0
+		for _, m := range c.Coordinator.Agents() {
+			if m.GetState() == pb.AgentState_AGENT_STATE_IDLE {
+				idle++
+			}
+		}
+		if idle >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("coordinator sees %d idle agents after %v, want %d", idle, timeout, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every member and waits for them; it returns their errors.
+func (c *Cluster) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.errs...)
+}

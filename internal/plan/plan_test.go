@@ -1,0 +1,89 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		total, n int
+		want     []int
+	}{
+		{10, 1, []int{10}},
+		{10, 3, []int{4, 3, 3}},
+		{2, 3, []int{1, 1, 0}},
+		{750, 8, []int{94, 94, 94, 94, 94, 94, 93, 93}},
+		{0, 2, []int{0, 0}},
+		{5, 0, nil},
+	} {
+		got := Split(tc.total, tc.n)
+		if len(got) != len(tc.want) {
+			t.Errorf("Split(%v, %d) = %v, want %v", tc.total, tc.n, got, tc.want)
+			continue
+		}
+		sum := 0
+		for i := range got {
+			sum += got[i]
+			if got[i] != tc.want[i] {
+				t.Errorf("Split(%v, %d) = %v, want %v", tc.total, tc.n, got, tc.want)
+				break
+			}
+		}
+		if tc.n > 0 && sum != tc.total {
+			t.Errorf("Split(%v, %d) sums to %d", tc.total, tc.n, sum)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	base := func() Plan {
+		p := Plan{URL: "https://127.0.0.1:8443/"}
+		p.SetDefaults()
+		return p
+	}
+	if err := (func() *Plan { p := base(); return &p })().Validate(); err != nil {
+		t.Fatalf("valid plan: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Plan)
+		want   string
+	}{
+		{"no scheme", func(p *Plan) { p.URL = "127.0.0.1:8443" }, `url = "127.0.0.1:8443"`},
+		{"ftp", func(p *Plan) { p.URL = "ftp://x/" }, `scheme "ftp" not supported: want https or http`},
+		{"no host", func(p *Plan) { p.URL = "https:///x" }, "want a host"},
+		{"zero conns", func(p *Plan) { p.Connections = 0 }, "connections = 0: want at least 1"},
+		{"neg duration", func(p *Plan) { p.Duration = -time.Second }, "duration = -1s"},
+		{"zero timeout", func(p *Plan) { p.Timeout = 0 }, "timeout = 0s"},
+		{"bad method", func(p *Plan) { p.Method = "GE T" }, `method = "GE T"`},
+		{"bad header", func(p *Plan) { p.Headers = []Header{{"X Y", "z"}} }, "headers[0]"},
+		{"agents > conns", func(p *Plan) { p.Connections = 2; p.Agents = 3 }, "agents = 3: want at most connections (2)"},
+		{"too long", func(p *Plan) { p.Duration = 30 * time.Hour }, "duration + timeout must be at most 23h0m0s"},
+	} {
+		p := base()
+		tc.mutate(&p)
+		err := p.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v, want error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Target
+	}{
+		{"https://example.test/a?b=1", Target{TLS: true, Host: "example.test", Port: "443", HostHeader: "example.test", RequestURI: "/a?b=1"}},
+		{"https://example.test:443/", Target{TLS: true, Host: "example.test", Port: "443", HostHeader: "example.test", RequestURI: "/"}},
+		{"https://127.0.0.1:8443", Target{TLS: true, Host: "127.0.0.1", Port: "8443", HostHeader: "127.0.0.1:8443", RequestURI: "/"}},
+		{"http://[::1]:8080/x", Target{Host: "::1", Port: "8080", HostHeader: "[::1]:8080", RequestURI: "/x"}},
+	} {
+		got, err := ParseTarget(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseTarget(%q) = %+v, %v, want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}

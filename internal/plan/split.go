@@ -1,0 +1,49 @@
+package plan
+
+// Split divides total into n parts that differ by at most one and sum to
+// total exactly; the first total%n parts get the extra one (as k6's
+// execution segments do, each part can be computed from (total, n, i)
+// alone). It returns nil when n < 1.
+func Split(total, n int) []int {
+	if n < 1 {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = Part(total, n, i)
+	}
+	return out
+}
+
+// Part returns part i of Split(total, n).
+func Part(total, n, i int) int {
+	p := total / n
+	if i < total%n {
+		p++
+	}
+	return p
+}
+
+// Share is one agent's part of a plan.
+type Share struct {
+	// RunID names the run.
+	RunID string
+	// Plan is the whole plan.
+	Plan Plan
+	// Index is this share's position in [0, Count).
+	Index int
+	// Count is the number of shares.
+	Count int
+	// Connections is this agent's connections.
+	Connections int
+}
+
+// Shares splits p across n agents.
+func Shares(runID string, p Plan, n int) []Share {
+	conns := Split(p.Connections, n)
+	out := make([]Share, n)
+	for i := range out {
+		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i]}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// Report is one run's report. JSON field names are part of the interface
+// (see README "The report").
+type Report struct {
+	RunID string `json:"run_id"`
+	// Target is the plan's URL.
+	Target string `json:"target"`
+	// StartedAt is the start instant (coordinator clock), RFC 3339.
+	StartedAt time.Time `json:"started_at"`
+	// DurationS is the measurement window's length in seconds.
+	DurationS float64 `json:"duration_s"`
+	// Agents and connections used.
+	AgentCount  int   `json:"agent_count"`
+	Connections int64 `json:"connections"`
+	// Issued = Requests + error total + InFlight.
+	Issued int64 `json:"issued"`
+	// Requests counts responses completed in the window (any status).
+	Requests int64 `json:"requests"`
+	// InFlight counts requests issued in the window that had not ended
+	// when it closed (excluded from Requests, RPS and latency).
+	InFlight int64 `json:"in_flight"`
+	// RPS = Requests / DurationS.
+	RPS float64 `json:"rps"`
+	// BytesRead counts response bytes on the wire (headers, framing, body).
+	BytesRead int64 `json:"bytes_read"`
+	// TransferBps = BytesRead / DurationS, bytes per second.
+	TransferBps float64 `json:"transfer_bps"`
+	// Status maps status code to completed responses.
+	Status map[string]int64 `json:"status"`
+	// Non2xx3xx counts completed responses outside 200-399 (wrk's
+	// "Non-2xx or 3xx responses").
+	Non2xx3xx int64 `json:"non_2xx_3xx"`
+	// Errors maps error kind to failed requests.
+	Errors map[string]int64 `json:"errors"`
+	// Latency summarizes completed responses' latency in µs, from the
+	// request's first written byte to its last body byte; null when there
+	// were none.
+	Latency *hist.Summary `json:"latency_us"`
+	// StartSkewUs is the spread of the agents' first sends, µs.
+	StartSkewUs float64 `json:"start_skew_us"`
+	// AgentRows has one row per agent.
+	AgentRows []Agent `json:"agents"`
+}
+
+// Agent is one agent's row.
+type Agent struct {
+	Name        string  `json:"name"`
+	Connections int64   `json:"connections"`
+	Requests    int64   `json:"requests"`
+	Errors      int64   `json:"errors"`
+	InFlight    int64   `json:"in_flight"`
+	RPS         float64 `json:"rps"`
+	// CPUUtil is the agent process's CPU time in the window over the
+	// window times its usable CPUs, a 0-1 fraction.
+	CPUUtil       float64 `json:"cpu_util"`
+	CPUs          int32   `json:"cpus"`
+	ClockOffsetUs float64 `json:"clock_offset_us"`
+	RTTUs         float64 `json:"rtt_us"`
+	// StartOffsetUs is the agent's first send minus the start instant.
+	StartOffsetUs float64 `json:"start_offset_us"`
+	// Error says why the agent's share ended early; its measurements up to
+	// then are included.
+	Error string `json:"error,omitempty"`
+}
+
+// FromResult builds the report of a merged run result. It fails on a
+// corrupt histogram.
+func FromResult(r *pb.RunResult) (*Report, error) {
+	h, err := hist.Decode(r.GetHistogram())
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.GetRunId(), err)
+	}
+	window := r.GetWindow().AsDuration().Seconds()
+	c := r.GetCounters()
+	rep := &Report{
+		RunID:       r.GetRunId(),
+		Target:      r.GetPlan().GetUrl(),
+		StartedAt:   time.Unix(0, r.GetStartedAtUnixNano()).UTC(),
+		DurationS:   window,
+		AgentCount:  len(r.GetAgents()),
+		Connections: r.GetPlan().GetConnections(),
+		Issued:      c.GetIssued(),
+		Requests:    c.GetRequests(),
+		InFlight:    r.GetInFlight(),
+		BytesRead:   c.GetBytesRead(),
+		Status:      map[string]int64{},
+		Errors:      map[string]int64{},
+		Latency:     h.Summarize(),
+		StartSkewUs: us(r.GetStartSkew().AsDuration()),
+	}
+	if window > 0 {
+		rep.RPS = float64(rep.Requests) / window
+		rep.TransferBps = float64(rep.BytesRead) / window
+	}
+	for code, n := range c.GetStatus() {
+		rep.Status[strconv.Itoa(int(code))] = n
+		if code < 200 || code > 399 {
+			rep.Non2xx3xx += n
+		}
+	}
+	for kind, n := range c.GetErrors() {
+		rep.Errors[kind] = n
+	}
+	for _, a := range r.GetAgents() {
+		row := Agent{
+			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(),
+			Errors: a.GetErrors(), InFlight: a.GetInFlight(), CPUs: a.GetCpus(),
+			ClockOffsetUs: us(a.GetClockOffset().AsDuration()), RTTUs: us(a.GetRtt().AsDuration()),
+			StartOffsetUs: us(a.GetStartOffset().AsDuration()), Error: a.GetError(),
+		}
+		if window > 0 {
+			row.RPS = float64(a.GetRequests()) / window
+			if a.GetCpus() > 0 {
+				row.CPUUtil = a.GetCpuTime().AsDuration().Seconds() / (window * float64(a.GetCpus()))
+			}
+		}
+		rep.AgentRows = append(rep.AgentRows, row)
+	}
+	return rep, nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// ErrorTotal returns the number of failed requests.
+func (r *Report) ErrorTotal() int64 {
+	var n int64
+	for _, v := range r.Errors {
+		n += v
+	}
+	return n
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// TextOptions selects optional text sections.
+type TextOptions struct {
+	// Latency prints the percentile distribution (wrk's --latency).
+	Latency bool
+}
+
+// WriteText writes r in wrk's layout, extended with the cluster's lines.
+func (r *Report) WriteText(w io.Writer, o TextOptions) error {
+	p := &printer{w: w}
+	p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
+	p.f("  %d agents and %d connections\n", r.AgentCount, r.Connections)
+	if r.Latency == nil {
+		p.f("  Latency: no samples (no request completed in the window)\n")
+	} else {
+		p.f("  %-10s %9s %9s %9s\n", "", "Avg", "Stdev", "Max")
+		p.f("    %-8s %9s %9s %9s\n", "Latency", fmtUs(r.Latency.Mean), fmtUs(r.Latency.Stdev), fmtUs(float64(r.Latency.Max)))
+		if o.Latency {
+			p.f("  Latency Distribution (completed responses, write to last byte)\n")
+			for _, q := range []struct {
+				label string
+				v     int64
+			}{{"50%", r.Latency.P50}, {"75%", r.Latency.P75}, {"90%", r.Latency.P90}, {"99%", r.Latency.P99}, {"99.9%", r.Latency.P999}, {"99.99%", r.Latency.P9999}} {
+				p.f("  %7s %9s\n", q.label, fmtUs(float64(q.v)))
+			}
+		}
+	}
+	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
+	if r.InFlight > 0 {
+		p.f("  %d requests in flight when the window closed (not counted above)\n", r.InFlight)
+	}
+	if r.Non2xx3xx > 0 {
+		p.f("  Non-2xx or 3xx responses: %d\n", r.Non2xx3xx)
+	}
+	if n := r.ErrorTotal(); n > 0 {
+		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
+	}
+	p.f("Requests/sec: %10.2f\n", r.RPS)
+	p.f("Transfer/sec: %10s\n", fmtBytes(r.TransferBps))
+	p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
+	p.f("Agents:\n")
+	p.f("  %-20s %6s %10s %10s %7s %8s %10s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START")
+	for _, a := range r.AgentRows {
+		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, fmtSignedUs(a.StartOffsetUs))
+		if a.Error != "" {
+			p.f("    ! %s (its measurements until then are included)\n", a.Error)
+		}
+	}
+	p.f("Run ID: %s\n", r.RunID)
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// fmtUs formats microseconds as wrk does: us, ms or s with two decimals.
+func fmtUs(v float64) string {
+	switch {
+	case v < 1000:
+		return fmt.Sprintf("%.2fus", v)
+	case v < 1e6:
+		return fmt.Sprintf("%.2fms", v/1e3)
+	default:
+		return fmt.Sprintf("%.2fs", v/1e6)
+	}
+}
+
+func fmtSignedUs(v float64) string {
+	if v < 0 {
+		return "-" + fmtUs(-v)
+	}
+	return "+" + fmtUs(v)
+}
+
+// fmtBytes formats a byte count with binary prefixes, as wrk does.
+func fmtBytes(v float64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB"}
+	i := 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.2f%s", v, units[i])
+}
+
+func fmtSeconds(s float64) string { return fmt.Sprintf("%.2fs", s) }
+
+func fmtWindow(s float64) string {
+	return (time.Duration(s * float64(time.Second))).String()
+}
+
+func fmtMap(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s %d", k, m[k])
+	}
+	return out
+}
