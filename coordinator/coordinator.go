@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -57,6 +58,9 @@ type Coordinator struct {
 	grpc    *grpc.Server
 	cluster *cluster.Cluster
 	log     *slog.Logger
+
+	mu   sync.Mutex      // guards busy
+	busy map[string]bool // agents in a run of this coordinator, by name
 }
 
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
@@ -85,7 +89,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
-	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator")}
+	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		Meta: func() *pb.NodeMeta {

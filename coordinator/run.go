@@ -41,6 +41,7 @@ type agentRun struct {
 	cpus      int32
 	intervals int
 	done      *pb.Done
+	ended     bool // the stream ended after Done
 	err       error
 }
 
@@ -66,6 +67,7 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	defer c.releaseAgents(agents)
 	runID := newRunID()
 	log := c.log.With("run_id", runID)
 	shares := plan.Shares(runID, p, len(agents))
@@ -150,6 +152,9 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 				if r.done == nil && r.err == nil {
 					r.err = errors.New("no result before the run's deadline")
 					pending--
+				} else if r.done != nil && !r.ended {
+					r.ended = true // got its result; its stream just did not close
+					pending--
 				}
 			}
 			cancel()
@@ -158,8 +163,15 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 			return nil, toStatus(ctx.Err())
 		}
 		r := runs[ev.agent]
-		if r.done != nil || r.err != nil {
+		if r.ended || r.err != nil {
 			continue // already ended (a late message after the deadline)
+		}
+		if ev.err != nil && r.done != nil {
+			// The stream's end after Done: the agent has released its
+			// connections and is free for the next run.
+			r.ended = true
+			pending--
+			continue
 		}
 		if ev.err != nil {
 			if errors.Is(ev.err, io.EOF) {
@@ -187,7 +199,6 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 			}
 		case *pb.RunResponse_Done:
 			r.done = msg.Done
-			pending--
 		}
 	}
 	cancel() // ends every Run stream: agents return to idle
@@ -195,31 +206,47 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 	return c.result(runID, p, startAt, runs, m)
 }
 
-// selectAgents picks the agents for p: every live idle agent, or the first
-// p.Agents by name, never more than p.Connections.
+// selectAgents picks the agents for p: every live agent that no run of this
+// coordinator is using, or the first p.Agents of them by name, never more
+// than p.Connections. An agent busy with another coordinator's run refuses
+// the share (FailedPrecondition), which fails the run before it starts.
 func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
 	live := c.Agents()
-	var idle []*pb.NodeMeta
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var free []*pb.NodeMeta
 	for _, m := range live {
-		if m.GetState() == pb.AgentState_AGENT_STATE_IDLE {
-			idle = append(idle, m)
+		if !c.busy[m.GetName()] {
+			free = append(free, m)
 		}
 	}
-	if len(idle) == 0 {
+	if len(free) == 0 {
 		if len(live) > 0 {
-			return nil, status.Errorf(codes.FailedPrecondition, "no idle agents: all %d live agents are busy with another run", len(live))
+			return nil, status.Errorf(codes.FailedPrecondition, "no free agents: all %d live agents are in another run", len(live))
 		}
 		return nil, fmt.Errorf("%w: start agents with --join %s", errNoAgents, c.GossipAddr())
 	}
-	n := len(idle)
+	n := len(free)
 	if p.Agents > 0 {
 		if p.Agents > n {
-			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d idle (of %d live)", p.Agents, n, len(live))
+			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d free (of %d live)", p.Agents, n, len(live))
 		}
 		n = p.Agents
 	}
 	n = min(n, p.Connections)
-	return idle[:n], nil
+	for _, m := range free[:n] {
+		c.busy[m.GetName()] = true
+	}
+	return free[:n], nil
+}
+
+// releaseAgents returns agents taken by selectAgents.
+func (c *Coordinator) releaseAgents(agents []*pb.NodeMeta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range agents {
+		delete(c.busy, m.GetName())
+	}
 }
 
 // prepare connects to one agent, estimates its clock offset, sends its share
