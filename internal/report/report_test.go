@@ -1,0 +1,140 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// result builds a RunResult of two agents whose latencies are 1..1000 µs.
+func result(t *testing.T) *pb.RunResult {
+	t.Helper()
+	h := hist.New()
+	for v := int64(1); v <= 1000; v++ {
+		h.RecordMicros(v)
+	}
+	b, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pb.RunResult{
+		RunId:             "20261130T000000Z-abcdef",
+		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
+		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
+		Window:            durationpb.New(2 * time.Second),
+		Histogram:         b,
+		Counters: &pb.Counters{
+			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
+			Status: map[int32]int64{200: 990, 503: 10},
+			Errors: map[string]int64{"reset": 2, "timeout": 1},
+		},
+		InFlight:  2,
+		StartSkew: durationpb.New(150 * time.Microsecond),
+		Agents: []*pb.AgentResult{
+			{Name: "agent-1", Connections: 2, Requests: 600, Errors: 3, CpuTime: durationpb.New(time.Second), Cpus: 2, StartOffset: durationpb.New(40 * time.Microsecond)},
+			{Name: "agent-2", Connections: 2, Requests: 400, CpuTime: durationpb.New(500 * time.Millisecond), Cpus: 1, StartOffset: durationpb.New(190 * time.Microsecond), Error: "agent agent-2: stream ended without a result"},
+		},
+	}
+}
+
+func TestFromResult(t *testing.T) {
+	r, err := FromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RPS != 500 || r.TransferBps != float64(1<<20)/2 || r.Non2xx3xx != 10 || r.ErrorTotal() != 3 {
+		t.Errorf("rps %v, transfer %v, non2xx %d, errors %d", r.RPS, r.TransferBps, r.Non2xx3xx, r.ErrorTotal())
+	}
+	if r.Issued != r.Requests+r.ErrorTotal()+r.InFlight {
+		t.Errorf("issued %d != %d + %d + %d", r.Issued, r.Requests, r.ErrorTotal(), r.InFlight)
+	}
+	if r.Latency.P50 != 500 || r.Latency.P99 != 990 || r.Latency.Max != 1000 {
+		t.Errorf("latency %+v", r.Latency)
+	}
+	if a := r.AgentRows[0]; a.RPS != 300 || a.CPUUtil != 0.25 {
+		t.Errorf("agent-1 rps %v cpu %v, want 300 and 0.25 (1 s CPU / (2 s × 2 CPUs))", a.RPS, a.CPUUtil)
+	}
+	if a := r.AgentRows[1]; a.CPUUtil != 0.25 || a.Error == "" {
+		t.Errorf("agent-2 cpu %v error %q", a.CPUUtil, a.Error)
+	}
+}
+
+func TestFromResultRejectsCorruptHistogram(t *testing.T) {
+	res := result(t)
+	res.Histogram = res.Histogram[:len(res.Histogram)/2]
+	if _, err := FromResult(res); err == nil || !strings.Contains(err.Error(), "decode histogram") {
+		t.Fatalf("FromResult(corrupt) = %v, want a decode error", err)
+	}
+}
+
+func TestEmptyHistogramSaysNoSamples(t *testing.T) {
+	res := result(t)
+	b, _ := hist.New().Encode()
+	res.Histogram = b
+	r, err := FromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, TextOptions{Latency: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "no samples") || strings.Contains(text.String(), "NaN") {
+		t.Fatalf("text report of an empty run:\n%s", text.String())
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m["latency_us"]; !ok || v != nil {
+		t.Fatalf("latency_us = %v, want null", v)
+	}
+}
+
+// TestGolden compares the text and JSON renderings with testdata; run with
+// -update to rewrite them after an intended change.
+func TestGolden(t *testing.T) {
+	r, err := FromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text, TextOptions{Latency: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"report.txt": text.Bytes(), "report.json": js.Bytes()} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+		}
+	}
+}
