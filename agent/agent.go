@@ -342,18 +342,19 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 			return
 		}
 		now := cpuTime()
-		b, err := iv.Latency.Encode()
+		hs, err := wire.HistogramsToProto(&iv.Hists)
 		if err != nil {
 			sendErr = err
 			cancel()
 			return
 		}
+		counters := wire.CountsToProto(&iv.Counts)
 		sendErr = stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{
 			Index:         int32(iv.Index),
 			StartUnixNano: iv.Start.UnixNano(),
 			EndUnixNano:   iv.End.UnixNano(),
-			Histogram:     b,
-			Counters:      wire.CountsToProto(&iv.Counts),
+			Histograms:    hs,
+			Counters:      counters,
 			CpuTime:       durationpb.New(now - lastCPU),
 		}}})
 		lastCPU = now
@@ -369,7 +370,12 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return sendErr
 	}
 	a.setState(pb.AgentState_AGENT_STATE_DRAINING)
-	done := &pb.Done{InFlight: res.InFlight, Issued: res.Issued}
+	done := &pb.Done{
+		InFlight: res.InFlight, Issued: res.Issued,
+		WindowEndUnixNano: res.WindowEnd.UnixNano(),
+		Warmup:            wire.CountsToProto(&res.Warmup),
+		MaxStreams:        int32(res.MaxStreams),
+	}
 	if !res.FirstSend.IsZero() {
 		done.FirstSendUnixNano = res.FirstSend.UnixNano()
 	}

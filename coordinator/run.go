@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/phalanxload/phalanx/internal/engine"
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -138,10 +139,14 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 			}
 		}()
 	}
-	deadline := time.NewTimer(time.Until(startAt.Add(p.Duration + p.Timeout + 10*time.Second)))
+	limit := p.Duration
+	if limit == 0 {
+		limit = plan.MaxRunLength // count mode without a duration
+	}
+	deadline := time.NewTimer(time.Until(startAt.Add(p.Warmup + limit + p.Timeout + 10*time.Second)))
 	defer deadline.Stop()
 
-	m := newMerger(len(runs), p.Interval)
+	m := newMerger(len(runs))
 	pending := len(runs)
 	for pending > 0 {
 		var ev event
@@ -184,7 +189,7 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 		}
 		switch msg := ev.msg.Msg.(type) {
 		case *pb.RunResponse_Interval:
-			pr, err := m.add(ev.agent, msg.Interval)
+			pr, err := m.add(msg.Interval)
 			if err != nil {
 				r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), err)
 				pending--
@@ -340,11 +345,16 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 	if res.Plan.Tls != nil {
 		res.Plan.Tls.CaPem = nil
 	}
-	b, err := m.total.Encode()
+	hs, err := wire.HistogramsToProto(&m.total)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encode merged histogram: %v", err)
+		return nil, status.Errorf(codes.Internal, "encode merged histograms: %v", err)
 	}
-	res.Histogram = b
+	res.Histograms = hs
+	res.Warmup = &pb.Counters{}
+	if p.Warmup > 0 {
+		res.WarmupDuration = durationpb.New(p.Warmup)
+	}
+	var window time.Duration
 	var firstMin, firstMax time.Time
 	for _, r := range runs {
 		ar := &pb.AgentResult{
@@ -363,6 +373,16 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			ar.Error = r.err.Error()
 		}
 		if d := r.done; d != nil {
+			// The agent's window, in its own clock: from its start instant
+			// plus the warm-up to its reported end.
+			agentWindowStart := startAt.Add(r.offset + p.Warmup)
+			if we := d.GetWindowEndUnixNano(); we != 0 {
+				window = max(window, time.Unix(0, we).Sub(agentWindowStart))
+			}
+			wire.AddCounters(res.Warmup, d.GetWarmup())
+			if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
+				res.MaxStreams = ms
+			}
 			ar.InFlight = d.GetInFlight()
 			ar.Issued = d.GetIssued()
 			res.InFlight += d.GetInFlight()
@@ -383,6 +403,9 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 	if !firstMin.IsZero() {
 		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
 	}
+	if window > 0 {
+		res.Window = durationpb.New(window)
+	}
 	return res, nil
 }
 
@@ -397,42 +420,42 @@ func newRunID() string {
 // merger merges interval histograms exactly: per interval across agents
 // (for progress) and over the whole window.
 type merger struct {
-	agents   int
-	interval time.Duration
-	total    *hist.Histogram
-	byIndex  map[int32]*pending
+	agents  int
+	total   engine.Histograms
+	byIndex map[int32]*pending
 }
 
 type pending struct {
-	hist     *hist.Histogram
+	latency  *hist.Histogram
 	requests int64
 	errors   int64
 	seen     int
 }
 
-func newMerger(agents int, interval time.Duration) *merger {
-	return &merger{agents: agents, interval: interval, total: hist.New(), byIndex: map[int32]*pending{}}
+func newMerger(agents int) *merger {
+	return &merger{agents: agents, total: engine.NewHistograms(), byIndex: map[int32]*pending{}}
 }
 
 // add merges one agent interval; it returns the merged progress once every
-// agent has sent interval k.
-func (m *merger) add(agent int, iv *pb.Interval) (*pb.Progress, error) {
-	h, err := hist.Decode(iv.GetHistogram())
+// agent has sent interval k. It rejects a corrupt histogram, or a latency
+// histogram whose sample count disagrees with the interval's counters.
+func (m *merger) add(iv *pb.Interval) (*pb.Progress, error) {
+	h, err := wire.HistogramsFromProto(iv.GetHistograms())
 	if err != nil {
 		return nil, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
 	}
-	if h.Count() != iv.GetCounters().GetRequests() {
-		return nil, fmt.Errorf("interval %d: histogram holds %d samples, counters say %d requests", iv.GetIndex(), h.Count(), iv.GetCounters().GetRequests())
+	if h.Latency.Count() != iv.GetCounters().GetRequests() {
+		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.GetIndex(), h.Latency.Count(), iv.GetCounters().GetRequests())
 	}
-	if err := m.total.Merge(h); err != nil {
+	if err := m.total.Merge(&h); err != nil {
 		return nil, err
 	}
 	p := m.byIndex[iv.GetIndex()]
 	if p == nil {
-		p = &pending{hist: hist.New()}
+		p = &pending{latency: hist.New()}
 		m.byIndex[iv.GetIndex()] = p
 	}
-	if err := p.hist.Merge(h); err != nil {
+	if err := p.latency.Merge(h.Latency); err != nil {
 		return nil, err
 	}
 	p.requests += iv.GetCounters().GetRequests()
@@ -443,8 +466,8 @@ func (m *merger) add(agent int, iv *pb.Interval) (*pb.Progress, error) {
 	}
 	delete(m.byIndex, iv.GetIndex())
 	pr := &pb.Progress{Index: iv.GetIndex(), Requests: p.requests, Errors: p.errors, Interval: durationpb.New(time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()))}
-	if p.hist.Count() > 0 {
-		pr.P99Us = p.hist.ValueAtPercentile(99)
+	if p.latency.Count() > 0 {
+		pr.P99Us = p.latency.ValueAtPercentile(99)
 	}
 	return pr, nil
 }

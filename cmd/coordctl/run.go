@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,28 @@ type runFlags struct {
 	caFile      string
 	agents      int
 	jsonFile    string
+
+	requests    int64
+	warmup      wrkDuration
+	noKeepAlive bool
+	http2       bool
+	maxStreams  int
+	host        string
+	connectTo   string
+	resolver    string
+	mixFile     string
+
+	durationSet bool
+
+	tlsResume bool
+	tlsMin    string
+	tlsMax    string
+	ciphers   []string
+	curves    []string
+	sni       string
+	certFile  string
+	keyFile   string
+	alpn      []string
 }
 
 func newRunCmd(coordAddr *string) *cobra.Command {
@@ -44,6 +67,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.durationSet = cmd.Flags().Changed("duration")
 			p, err := f.plan(args[0])
 			if err != nil {
 				return err
@@ -69,7 +93,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "connections to keep open, total across all agents")
 	fl.VarP(&f.duration, "duration", "d", "measurement window, e.g. 10s, 1m, or 30 (seconds)")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
-	fl.Var(&f.timeout, "timeout", "per-request timeout (write to last body byte), e.g. 2s")
+	fl.Var(&f.timeout, "timeout", "per-request timeout, from the request's start (its write, or its connect when it opens one) to its last body byte")
 	fl.StringVarP(&f.method, "method", "X", plan.DefaultMethod, "request method")
 	fl.StringVar(&f.bodyFile, "body", "", "file whose content is sent as the request body")
 	fl.BoolVar(&f.latency, "latency", false, "print the latency distribution (50/75/90/99/99.9/99.99 %)")
@@ -77,6 +101,24 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
+	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
+	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
+	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
+	fl.BoolVar(&f.http2, "http2", false, "HTTP/2 over TLS (ALPN h2)")
+	fl.IntVarP(&f.maxStreams, "max-streams", "m", 1, "concurrent streams per HTTP/2 connection (h2load -m)")
+	fl.StringVar(&f.host, "host", "", "Host header (and HTTP/2 :authority) to send instead of the URL's")
+	fl.StringVar(&f.connectTo, "connect-to", "", "dial HOST:PORT instead of the URL's host, keeping its name for Host and SNI")
+	fl.StringVar(&f.resolver, "resolver", "", "DNS server HOST:PORT to resolve the target with (default: the system's); each agent resolves once")
+	fl.StringVar(&f.mixFile, "mix", "", "request-mix file: lines of METHOD URL [header=\"N: v\"] [body=FILE] [weight=N]")
+	fl.BoolVar(&f.tlsResume, "tls-resume", false, "resume TLS sessions on new connections (a session cache per worker); off: every handshake is full")
+	fl.StringVar(&f.tlsMin, "tls-min", "", "lowest TLS version: 1.0, 1.1, 1.2 or 1.3 (default 1.2)")
+	fl.StringVar(&f.tlsMax, "tls-max", "", "highest TLS version (default 1.3)")
+	fl.StringSliceVar(&f.ciphers, "ciphers", nil, "TLS 1.2 cipher suites, IANA or OpenSSL names, comma-separated")
+	fl.StringSliceVar(&f.curves, "curves", nil, "key exchange groups in order: X25519, P-256, P-384, P-521, X25519MLKEM768")
+	fl.StringVar(&f.sni, "sni", "", "TLS server name (SNI) and verified name (default: the URL's host; none for an IP)")
+	fl.StringVar(&f.certFile, "cert", "", "client certificate PEM file (with --key)")
+	fl.StringVar(&f.keyFile, "key", "", "client private key PEM file (with --cert)")
+	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, or h2 with --http2)")
 	return cmd
 }
 
@@ -85,7 +127,49 @@ func (f *runFlags) plan(url string) (plan.Plan, error) {
 	p := plan.Plan{
 		URL: url, Method: f.method, Connections: f.connections,
 		Duration: time.Duration(f.duration), Timeout: time.Duration(f.timeout),
-		Agents: f.agents, TLS: plan.TLS{Insecure: f.insecure},
+		Agents: f.agents, Requests: f.requests, Warmup: time.Duration(f.warmup),
+		NoKeepAlive: f.noKeepAlive, HTTP2: f.http2, MaxStreams: f.maxStreams,
+		ConnectTo: f.connectTo, Resolver: f.resolver,
+		TLS: plan.TLS{
+			Insecure: f.insecure, Resume: f.tlsResume, MinVersion: f.tlsMin, MaxVersion: f.tlsMax,
+			Ciphers: f.ciphers, Curves: f.curves, ServerName: f.sni, ALPN: f.alpn,
+		},
+	}
+	// Count mode without an explicit -d: the count alone ends the run.
+	if f.requests > 0 && !f.durationSet {
+		p.Duration = 0
+	}
+	if f.host != "" {
+		p.Headers = append(p.Headers, plan.Header{Name: "Host", Value: f.host})
+	}
+	if (f.certFile == "") != (f.keyFile == "") {
+		return p, &usageError{errors.New("--cert and --key go together")}
+	}
+	if f.certFile != "" {
+		var err error
+		if p.TLS.CertPEM, err = os.ReadFile(f.certFile); err != nil {
+			return p, fmt.Errorf("--cert: %w", err)
+		}
+		if p.TLS.KeyPEM, err = os.ReadFile(f.keyFile); err != nil {
+			return p, fmt.Errorf("--key: %w", err)
+		}
+	}
+	if f.mixFile != "" {
+		fh, err := os.Open(f.mixFile)
+		if err != nil {
+			return p, fmt.Errorf("--mix: %w", err)
+		}
+		dir := filepath.Dir(f.mixFile)
+		p.Mix, err = plan.ParseMix(fh, func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(dir, name)
+			}
+			return os.ReadFile(name)
+		})
+		fh.Close()
+		if err != nil {
+			return p, fmt.Errorf("--mix %s: %w", f.mixFile, err)
+		}
 	}
 	for _, h := range f.headers {
 		name, value, ok := strings.Cut(h, ":")

@@ -4,16 +4,37 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
-func member(t *testing.T, name string, role pb.Role) (*Cluster, *pb.NodeMeta) {
+// metaBox holds a member's meta; memberlist reads it concurrently.
+type metaBox struct {
+	mu sync.Mutex
+	m  *pb.NodeMeta
+}
+
+func (b *metaBox) get() *pb.NodeMeta {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return proto.Clone(b.m).(*pb.NodeMeta)
+}
+
+func (b *metaBox) setState(s pb.AgentState) {
+	b.mu.Lock()
+	b.m.State = s
+	b.mu.Unlock()
+}
+
+func member(t *testing.T, name string, role pb.Role) (*Cluster, *metaBox) {
 	t.Helper()
-	meta := &pb.NodeMeta{Role: role, Name: name, GrpcAddr: "127.0.0.1:1", Cpus: 2, State: pb.AgentState_AGENT_STATE_IDLE}
-	c, err := New(Config{Name: name, BindAddr: "127.0.0.1:0", Meta: func() *pb.NodeMeta { return meta }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	meta := &metaBox{m: &pb.NodeMeta{Role: role, Name: name, GrpcAddr: "127.0.0.1:1", Cpus: 2, State: pb.AgentState_AGENT_STATE_IDLE}}
+	c, err := New(Config{Name: name, BindAddr: "127.0.0.1:0", Meta: meta.get, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +64,7 @@ func TestMembershipAndMeta(t *testing.T) {
 	if got[0].GetName() != "agent-1" || got[0].GetRole() != pb.Role_ROLE_AGENT || got[0].GetCpus() != 2 {
 		t.Fatalf("members = %v", got)
 	}
-	meta.State = pb.AgentState_AGENT_STATE_RUNNING
+	meta.setState(pb.AgentState_AGENT_STATE_RUNNING)
 	if err := agent.UpdateMeta(time.Second); err != nil {
 		t.Fatal(err)
 	}

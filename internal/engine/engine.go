@@ -1,21 +1,17 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -26,8 +22,9 @@ var Version = "dev"
 type Config struct {
 	// Share is this engine's part of the plan. Share.Plan must be valid.
 	Share plan.Share
-	// Workers is the number of workers (recorders); connections are dealt
-	// round-robin to them. Default runtime.GOMAXPROCS(0).
+	// Workers is the number of workers; connections are dealt round-robin
+	// to them, and each worker owns a recorder, a TLS session cache and a
+	// part of the request count. Default runtime.GOMAXPROCS(0).
 	Workers int
 	// Clock is the engine's wall clock (the agent's). Default time.Now.
 	// Only its wall reading is used to place the start instant; all
@@ -35,9 +32,6 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives connection-level diagnostics. Default slog.Default().
 	Logger *slog.Logger
-	// DialTimeout bounds one TCP connect plus TLS handshake. Default the
-	// plan's timeout.
-	DialTimeout time.Duration
 }
 
 // Engine runs one share. It is used once: Prepare, then Run, then Close.
@@ -46,24 +40,45 @@ type Engine struct {
 	plan    plan.Plan
 	target  plan.Target
 	addr    string // resolved host:port, dialled by every connection
-	tlsConf *tls.Config
-	request []byte // the serialized request, written as is
-	head    bool
+	entries []entry
+	sched   []uint16 // weighted round-robin order of entries
 
-	workers []*recorder
+	workers []*worker
 	conns   []*conn
+	h2conns []*h2conn
 
-	firstSend atomic.Int64 // unix nanos (engine clock) of the first send; 0 = none
+	// Set by Run before any connection goroutine starts.
+	mono        time.Time // start instant (monotonic)
+	windowStart time.Time // mono + warmup
+	windowEnd   time.Time // windowStart + duration; zero time: no limit
+	interval    time.Duration
+
+	firstSend  atomic.Int64 // unix nanos (engine clock) of the first send; 0 = none
+	maxStreams atomic.Int32 // effective HTTP/2 streams per connection (min seen)
 
 	stopOnce sync.Once
 	stopped  chan struct{}
-	stopCtx  context.Context // canceled by stop; bounds reconnects
+	stopCtx  context.Context // canceled by stop; bounds dials
 	cancel   context.CancelFunc
 }
 
-// New validates cfg, builds the request and TLS configuration and resolves
-// the target's name once (never again per connection). It opens no
-// connection.
+// worker owns a recorder, a TLS configuration (with its own session cache)
+// and, in count mode, a part of the request budget.
+type worker struct {
+	rec      *recorder
+	tlsConf  *tls.Config
+	budget   atomic.Int64 // requests left in count mode
+	counting bool
+}
+
+// take claims one request from the budget; always true outside count mode.
+func (w *worker) take() bool {
+	return !w.counting || w.budget.Add(-1) >= 0
+}
+
+// New validates cfg, builds the requests and TLS configurations, checks the
+// file descriptor limit, and resolves the target's name once (never again
+// per connection). It opens no connection.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	p := cfg.Share.Plan
 	if err := p.Validate(); err != nil {
@@ -75,118 +90,109 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
-	if cfg.Workers > cfg.Share.Connections {
-		cfg.Workers = cfg.Share.Connections
-	}
+	cfg.Workers = min(cfg.Workers, cfg.Share.Connections)
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = p.Timeout
-	}
 	t, err := plan.ParseTarget(p.URL)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", p.URL, err)
 	}
+	if p.HTTP2 {
+		return nil, fmt.Errorf("http2: not supported by this agent version")
+	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{})}
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
-	e.request, e.head = buildRequest(p, t)
+	if e.entries, e.sched, err = buildEntries(p); err != nil {
+		return nil, err
+	}
+	if err := checkFileLimit(cfg.Share.Connections); err != nil {
+		return nil, err
+	}
+	if e.addr, err = resolve(ctx, p, t); err != nil {
+		return nil, err
+	}
+	var base *tls.Config
 	if t.TLS {
-		if e.tlsConf, err = tlsConfig(p, t); err != nil {
+		if base, err = tlsConfig(p, t); err != nil {
 			return nil, err
 		}
 	}
-	addrs, err := net.DefaultResolver.LookupHost(ctx, t.Host)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", t.Host, err)
+	budgets := plan.Split(int(cfg.Share.Requests), cfg.Workers)
+	for i := range cfg.Workers {
+		w := &worker{rec: newRecorder(), counting: cfg.Share.Requests > 0}
+		w.budget.Store(int64(budgets[i]))
+		if base != nil {
+			w.tlsConf = base.Clone()
+			if p.TLS.Resume {
+				w.tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+			}
+		}
+		e.workers = append(e.workers, w)
 	}
-	e.addr = net.JoinHostPort(addrs[0], t.Port)
-	for range cfg.Workers {
-		e.workers = append(e.workers, newRecorder())
-	}
+	e.maxStreams.Store(int32(p.MaxStreams))
 	for i := range cfg.Share.Connections {
-		e.conns = append(e.conns, &conn{e: e, rec: e.workers[i%cfg.Workers]})
+		w := e.workers[i%cfg.Workers]
+		if p.HTTP2 {
+			e.h2conns = append(e.h2conns, newH2Conn(e, w, i))
+		} else {
+			e.conns = append(e.conns, &conn{e: e, w: w, pos: i % len(e.sched)})
+		}
 	}
 	return e, nil
 }
 
+// resolve returns the address every connection dials: connect-to's, or the
+// URL's host, resolved once (with the plan's resolver if set).
+func resolve(ctx context.Context, p plan.Plan, t plan.Target) (string, error) {
+	host, port := t.Host, t.Port
+	if p.ConnectTo != "" {
+		host, port, _ = net.SplitHostPort(p.ConnectTo)
+	}
+	if net.ParseIP(host) != nil {
+		return net.JoinHostPort(host, port), nil
+	}
+	r := net.DefaultResolver
+	if p.Resolver != "" {
+		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, p.Resolver)
+		}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := r.LookupHost(ctx, host)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", host, err)
+	}
+	return net.JoinHostPort(addrs[0], port), nil
+}
+
+// checkFileLimit makes sure the process may open a descriptor per
+// connection plus headroom, raising the soft limit up to the hard one.
+func checkFileLimit(conns int) error {
+	need := uint64(conns) + 256
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return nil // cannot tell: let dials report local errors
+	}
+	if lim.Cur >= need {
+		return nil
+	}
+	if lim.Max >= need {
+		lim.Cur = need
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d connections need about %d file descriptors, the limit is %d (hard %d): raise ulimit -n or use fewer connections per agent", conns, need, lim.Cur, lim.Max)
+}
+
 // Addr returns the resolved address the engine dials.
 func (e *Engine) Addr() string { return e.addr }
-
-func tlsConfig(p plan.Plan, t plan.Target) (*tls.Config, error) {
-	c := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		NextProtos:         []string{"http/1.1"},
-		InsecureSkipVerify: p.TLS.Insecure, //nolint:gosec // the user asked for it
-		ServerName:         t.Host,         // crypto/tls sends no SNI for IP literals (RFC 6066)
-	}
-	if p.TLS.ServerName != "" {
-		c.ServerName = p.TLS.ServerName
-	}
-	if len(p.TLS.CAPEM) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(p.TLS.CAPEM) {
-			return nil, errors.New("tls: CA bundle holds no PEM certificate")
-		}
-		c.RootCAs = pool
-	}
-	return c, nil
-}
-
-// buildRequest serializes the plan's request once.
-func buildRequest(p plan.Plan, t plan.Target) ([]byte, bool) {
-	b := make([]byte, 0, 256+len(p.Body))
-	b = append(b, p.Method...)
-	b = append(b, ' ')
-	b = append(b, t.RequestURI...)
-	b = append(b, " HTTP/1.1\r\n"...)
-	hasHost, hasUA := false, false
-	for _, h := range p.Headers {
-		switch {
-		case equalFold(h.Name, "host"):
-			hasHost = true
-		case equalFold(h.Name, "user-agent"):
-			hasUA = true
-		case equalFold(h.Name, "content-length"):
-			continue // set from the body below
-		}
-	}
-	if !hasHost {
-		b = append(b, "Host: "...)
-		b = append(b, t.HostHeader...)
-		b = append(b, "\r\n"...)
-	}
-	if !hasUA {
-		b = append(b, "User-Agent: phalanx/"...)
-		b = append(b, Version...)
-		b = append(b, "\r\n"...)
-	}
-	for _, h := range p.Headers {
-		if equalFold(h.Name, "content-length") {
-			continue
-		}
-		b = append(b, h.Name...)
-		b = append(b, ": "...)
-		b = append(b, h.Value...)
-		b = append(b, "\r\n"...)
-	}
-	if len(p.Body) > 0 || p.Method == "POST" || p.Method == "PUT" || p.Method == "PATCH" {
-		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, int64(len(p.Body)), 10)
-		b = append(b, "\r\n"...)
-	}
-	b = append(b, "\r\n"...)
-	b = append(b, p.Body...)
-	return b, p.Method == "HEAD"
-}
-
-func equalFold(a, lower string) bool { return asciiEqualFold([]byte(a), lower) }
 
 // Prepared reports what Prepare opened.
 type Prepared struct {
@@ -198,9 +204,10 @@ type Prepared struct {
 	FirstError error
 }
 
-// Prepare opens and handshakes every connection, at most 64 at a time. It
-// fails only when no connection could be opened (the target is
-// unreachable); connections that failed are retried when the run starts.
+// Prepare opens and handshakes every connection, at most 64 at a time, and
+// records them in the first interval (or the warm-up). It fails only when no
+// connection could be opened (the target is unreachable); connections that
+// failed are retried when the run starts.
 func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 	var (
 		mu  sync.Mutex
@@ -208,24 +215,37 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 64)
 	)
+	k := 0
+	if e.plan.Warmup > 0 {
+		k = -1
+	}
+	open := func(w *worker, dial func() (*connInfo, *dialError)) {
+		defer wg.Done()
+		defer func() { <-sem }()
+		ci, err := dial()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			res.Errors[err.kind.String()]++
+			if res.FirstError == nil {
+				res.FirstError = err
+			}
+			return
+		}
+		res.Connections++
+		w.rec.mu.Lock()
+		w.rec.recordConn(k, ci)
+		w.rec.mu.Unlock()
+	}
 	for _, c := range e.conns {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			_, err := c.dial(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				res.Errors[err.kind.String()]++
-				if res.FirstError == nil {
-					res.FirstError = err
-				}
-				return
-			}
-			res.Connections++
-		}()
+		go open(c.w, func() (*connInfo, *dialError) { return c.dial(ctx, false) })
+	}
+	for _, c := range e.h2conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go open(c.w, func() (*connInfo, *dialError) { return c.dial(ctx, false) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -239,14 +259,13 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 
 // Interval is one reporting interval's measurements.
 type Interval struct {
-	// Index is k: the interval covers [Start, End) = [start+k·i, start+(k+1)·i),
-	// the last one cut at the window's end.
+	// Index is k: the interval covers [Start, End) = [w+k·i, w+(k+1)·i)
+	// where w is the window's start; the last one ends with the window.
 	Index int
 	// Start and End bound the interval (engine clock).
 	Start, End time.Time
-	// Latency holds the latencies of requests that completed in the
-	// interval, in µs.
-	Latency *hist.Histogram
+	// Hists are the interval's histograms.
+	Hists Histograms
 	// Counts are the outcomes that ended in the interval.
 	Counts Counts
 }
@@ -257,80 +276,86 @@ type Result struct {
 	// FirstSend is when the first request was written (engine clock); zero
 	// when none was.
 	FirstSend time.Time
-	// Issued counts requests issued in the window.
+	// WindowEnd is when the window closed (engine clock): the planned end,
+	// or the last request's end when the count ran out first.
+	WindowEnd time.Time
+	// Issued counts requests issued in the window, plus those issued in
+	// the warm-up that ended in the window.
 	Issued int64
-	// InFlight counts requests issued in the window that had not ended when
-	// it closed (they drained afterwards, or were abandoned).
+	// InFlight counts requests that had not ended when the window closed
+	// (they drained afterwards, or were abandoned).
 	InFlight int64
+	// Warmup counts the outcomes that ended in the warm-up.
+	Warmup Counts
+	// MaxStreams is the effective concurrent streams per HTTP/2
+	// connection: the plan's, capped by the server's setting.
+	MaxStreams int
 }
 
-// Run starts every connection at startAt (engine clock), runs for the plan's
-// duration and calls emit once per interval, in order, from one goroutine
-// (emit must not block for long). It returns after the window closes and
+// Run starts every connection at startAt (engine clock), runs the warm-up
+// and the window, and calls emit once per window interval, in order, from
+// one goroutine (emit must not block for long). It returns after the window
+// closes (at its planned end, or when the request count runs out) and
 // in-flight requests drain (bounded by the plan's timeout), or when ctx
 // ends, in which case every connection is closed at once and Run returns
 // ctx's error.
 func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)) (Result, error) {
 	wait := startAt.Sub(e.cfg.Clock())
-	mono := time.Now().Add(wait) // start instant on the monotonic clock
-	windowEnd := mono.Add(e.plan.Duration)
-	interval := e.plan.Interval
+	e.mono = time.Now().Add(wait) // start instant on the monotonic clock
+	e.windowStart = e.mono.Add(e.plan.Warmup)
+	if e.plan.Duration > 0 {
+		e.windowEnd = e.windowStart.Add(e.plan.Duration)
+	}
+	e.interval = e.plan.Interval
+	windowStartWall := startAt.Add(e.plan.Warmup)
 
 	stopCloser := context.AfterFunc(ctx, e.stop)
 	defer stopCloser()
 
-	go_ := make(chan struct{})
+	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range e.conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.loop(go_, mono, windowEnd, interval)
+			<-release
+			c.loop()
+		}()
+	}
+	for _, c := range e.h2conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			c.loop()
 		}()
 	}
 	// Sleep to just before the instant, then spin, so that every agent's
 	// first sends leave within microseconds of it.
-	if !sleepUntil(ctx, mono.Add(-2*time.Millisecond)) {
-		close(go_)
+	if !sleepUntil(ctx, e.mono.Add(-2*time.Millisecond)) {
+		close(release)
 		e.stop()
 		wg.Wait()
 		return Result{}, ctx.Err()
 	}
-	for time.Now().Before(mono) {
+	for time.Now().Before(e.mono) {
 	}
-	close(go_)
+	close(release)
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
 	spare := newSlot()
-	nIntervals := int((e.plan.Duration + interval - 1) / interval)
-	for k := range nIntervals {
-		end := mono.Add(time.Duration(k+1) * interval)
-		last := k == nIntervals-1
-		if last {
-			end = windowEnd
-			// The last interval is emitted once every connection has
-			// finished, so no in-window sample is missed.
-			select {
-			case <-done:
-			case <-ctx.Done():
-			}
-		} else if !sleepUntil(ctx, end.Add(2*time.Millisecond)) {
-			break
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	emitOne := func(k int, end time.Time) {
 		iv := Interval{
-			Index:   k,
-			Start:   startAt.Add(time.Duration(k) * interval),
-			End:     startAt.Add(end.Sub(mono)),
-			Latency: hist.New(),
+			Index: k,
+			Start: windowStartWall.Add(time.Duration(k) * e.interval),
+			End:   windowStartWall.Add(end.Sub(e.windowStart)),
+			Hists: NewHistograms(),
 		}
 		for _, w := range e.workers {
-			s := w.swap(spare)
-			if err := iv.Latency.Merge(s.hist); err != nil {
+			s := w.rec.swap(spare)
+			if err := iv.Hists.Merge(&s.hists); err != nil {
 				e.cfg.Logger.Error("merge interval", "err", err)
 			}
 			iv.Counts.Add(&s.counts)
@@ -339,19 +364,141 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}
 		emit(iv)
 	}
+	finished := false
+	for k := 0; !finished; k++ {
+		end := e.windowStart.Add(time.Duration(k+1) * e.interval)
+		last := !e.windowEnd.IsZero() && !end.Before(e.windowEnd)
+		if last {
+			end = e.windowEnd
+		}
+		timer := time.NewTimer(time.Until(end.Add(2 * time.Millisecond)))
+		select {
+		case <-timer.C:
+		case <-done:
+			finished = true
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+		if last && !finished {
+			// The last interval is emitted once every connection has
+			// finished, so no in-window sample is missed.
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			finished = true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if !finished {
+			emitOne(k, end)
+			continue
+		}
+		// Count mode may end inside interval k or, if the collector was
+		// late, past it: emit through the interval of the last end.
+		windowEnd := e.windowEnd
+		if e.countDone() {
+			if le := e.lastEnd(); windowEnd.IsZero() || le.Before(windowEnd) {
+				windowEnd = le
+			}
+		}
+		lastK := max(k, e.intervalOf(windowEnd.Add(-1)))
+		for ; k <= lastK; k++ {
+			ivEnd := e.windowStart.Add(time.Duration(k+1) * e.interval)
+			if k == lastK || ivEnd.After(windowEnd) {
+				ivEnd = windowEnd
+			}
+			emitOne(k, ivEnd)
+		}
+		e.windowEnd = windowEnd
+	}
 	<-done
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var res Result
+	res := Result{WindowEnd: windowStartWall.Add(e.windowEnd.Sub(e.windowStart)), MaxStreams: int(e.maxStreams.Load())}
 	for _, c := range e.conns {
 		res.Issued += c.issued
 		res.InFlight += c.inFlight
 	}
+	for _, c := range e.h2conns {
+		res.Issued += c.issued.Load()
+		res.InFlight += c.inFlight.Load()
+	}
+	for _, w := range e.workers {
+		res.Warmup.Add(&w.rec.warmup)
+	}
 	if fs := e.firstSend.Load(); fs != 0 {
 		res.FirstSend = time.Unix(0, fs)
 	}
+	if !e.plan.HTTP2 {
+		res.MaxStreams = 0
+	}
 	return res, nil
+}
+
+// countDone reports whether the request count has run out.
+func (e *Engine) countDone() bool {
+	if e.cfg.Share.Requests <= 0 {
+		return false
+	}
+	for _, w := range e.workers {
+		if w.budget.Load() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lastEnd returns the latest request end across connections, or the window
+// start when nothing ended.
+func (e *Engine) lastEnd() time.Time {
+	le := e.windowStart
+	for _, c := range e.conns {
+		if c.lastEnd.After(le) {
+			le = c.lastEnd
+		}
+	}
+	for _, c := range e.h2conns {
+		if t := c.lastEndTime(); t.After(le) {
+			le = t
+		}
+	}
+	return le
+}
+
+// intervalOf returns the interval index of an instant: -1 in the warm-up
+// (or 0 before the start when there is no warm-up: connections prepared
+// before the start count in the first interval).
+func (e *Engine) intervalOf(t time.Time) int {
+	if t.Before(e.windowStart) {
+		if e.plan.Warmup > 0 {
+			return -1
+		}
+		return 0
+	}
+	return int(t.Sub(e.windowStart) / e.interval)
+}
+
+// noteSend records the engine's first send.
+func (e *Engine) noteSend(t time.Time) {
+	if e.firstSend.Load() == 0 {
+		e.firstSend.CompareAndSwap(0, e.cfg.Clock().Add(t.Sub(time.Now())).UnixNano())
+	}
+}
+
+// isStopped reports whether the engine was stopped.
+func (e *Engine) isStopped() bool {
+	select {
+	case <-e.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close closes every connection. It is safe to call more than once and
@@ -363,6 +510,9 @@ func (e *Engine) stop() {
 		close(e.stopped)
 		e.cancel()
 		for _, c := range e.conns {
+			c.close()
+		}
+		for _, c := range e.h2conns {
 			c.close()
 		}
 	})
@@ -383,167 +533,4 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// conn is one connection slot: a goroutine that keeps one connection open
-// (reopening it after errors and closes) and sends requests in closed loop.
-type conn struct {
-	e   *Engine
-	rec *recorder
-
-	mu     sync.Mutex // guards nc and closed against stop()
-	nc     net.Conn
-	br     *bufio.Reader
-	closed bool
-
-	// Owned by the conn's goroutine; read by Run after it exits.
-	issued   int64
-	inFlight int64
-	resp     response
-}
-
-// dialError is a failed connect or handshake.
-type dialError struct {
-	kind ErrorKind
-	err  error
-}
-
-func (d *dialError) Error() string { return d.err.Error() }
-func (d *dialError) Unwrap() error { return d.err }
-
-// dial opens a new connection and makes it current.
-func (c *conn) dial(ctx context.Context) (net.Conn, *dialError) {
-	e := c.e
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
-	defer cancel()
-	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", e.addr)
-	if err != nil {
-		return nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
-	}
-	nc := raw
-	if e.tlsConf != nil {
-		tc := tls.Client(raw, e.tlsConf)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			return nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
-		}
-		nc = tc
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		nc.Close()
-		return nil, &dialError{ErrLocal, net.ErrClosed}
-	}
-	c.nc = nc
-	if c.br == nil {
-		c.br = bufio.NewReaderSize(nc, 16<<10)
-	} else {
-		c.br.Reset(nc)
-	}
-	return nc, nil
-}
-
-// drop closes the current connection after an error or a server close.
-func (c *conn) drop() {
-	c.mu.Lock()
-	if c.nc != nil {
-		c.nc.Close()
-		c.nc = nil
-	}
-	c.mu.Unlock()
-}
-
-func (c *conn) close() {
-	c.mu.Lock()
-	c.closed = true
-	if c.nc != nil {
-		c.nc.Close()
-	}
-	c.mu.Unlock()
-}
-
-func (c *conn) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
-}
-
-// loop sends requests in closed loop from start until windowEnd. A request
-// that ends after windowEnd counts as in flight; none is issued after it.
-func (c *conn) loop(start <-chan struct{}, mono, windowEnd time.Time, interval time.Duration) {
-	e := c.e
-	<-start
-	defer c.drop()
-	timeout := e.plan.Timeout
-	first := true
-	for {
-		select {
-		case <-e.stopped:
-			return
-		default:
-		}
-		t0 := time.Now()
-		if !t0.Before(windowEnd) {
-			return
-		}
-		c.issued++
-		if first {
-			first = false
-			e.firstSend.CompareAndSwap(0, e.cfg.Clock().Add(t0.Sub(time.Now())).UnixNano())
-		}
-		status, kind, failed := c.do(t0, timeout)
-		t1 := time.Now()
-		if !t1.Before(windowEnd) {
-			c.inFlight++ // ended after the window closed: drained
-			return
-		}
-		k := int(t1.Sub(mono) / interval)
-		r := c.rec
-		r.mu.Lock()
-		s := r.slotFor(k)
-		if failed {
-			s.counts.Errors[kind]++
-		} else {
-			s.hist.Record(t1.Sub(t0))
-			s.counts.Requests++
-			s.counts.BytesRead += c.resp.wireBytes
-			s.counts.Status[status]++
-		}
-		r.mu.Unlock()
-	}
-}
-
-// do performs one request on the current connection, opening one first if
-// needed. It returns the final status, or the error kind when failed.
-func (c *conn) do(t0 time.Time, timeout time.Duration) (status int, kind ErrorKind, failed bool) {
-	e := c.e
-	c.mu.Lock()
-	nc := c.nc
-	c.mu.Unlock()
-	if nc == nil {
-		var derr *dialError
-		if nc, derr = c.dial(e.stopCtx); derr != nil {
-			return 0, derr.kind, true
-		}
-	}
-	_ = nc.SetDeadline(t0.Add(timeout))
-	if _, err := nc.Write(e.request); err != nil {
-		c.drop()
-		return 0, classify(err, false), true
-	}
-	started := false
-	if err := readResponse(c.br, e.head, &c.resp, &started); err != nil {
-		c.drop()
-		return 0, classify(err, started), true
-	}
-	if c.resp.status >= maxStatus {
-		c.drop()
-		return 0, ErrProtocol, true
-	}
-	if c.resp.close {
-		c.drop()
-	}
-	return c.resp.status, 0, false
 }

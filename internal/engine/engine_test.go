@@ -68,7 +68,7 @@ func TestClosedLoopAccounting(t *testing.T) {
 			t.Errorf("interval %d has no requests", k)
 		}
 		total.Add(&iv.Counts)
-		hcount += iv.Latency.Count()
+		hcount += iv.Hists.Latency.Count()
 	}
 	if hcount != total.Requests {
 		t.Errorf("histogram count %d != requests %d", hcount, total.Requests)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"time"
 )
 
 // response is what readResponse learned about one HTTP/1.x response.
@@ -19,6 +20,9 @@ type response struct {
 	// Connection: close, spoke HTTP/1.0 without keep-alive, or delimited the
 	// body by closing.
 	close bool
+	// first is when the first status line had been read (time to first
+	// byte, within a read).
+	first time.Time
 }
 
 // maxLine bounds a status, header or chunk-size line (bufio's buffer).
@@ -41,6 +45,9 @@ func readResponse(r *bufio.Reader, head bool, res *response, started *bool) erro
 		}
 		if err != nil {
 			return err
+		}
+		if res.first.IsZero() {
+			res.first = time.Now()
 		}
 		major, minor, status, ok := parseStatusLine(line)
 		if !ok {

@@ -20,6 +20,19 @@ type Counts struct {
 	Status [maxStatus]int64
 	// Errors counts failed requests by kind.
 	Errors [numErrorKinds]int64
+	// ConnectionsOpened counts connections opened (and handshaken).
+	ConnectionsOpened int64
+	// Reconnects counts connections reopened after a server close or an
+	// error (not the per-request opens of no-keep-alive mode).
+	Reconnects int64
+	// Retries counts requests sent again because the server never
+	// processed them (HTTP/2 streams above a GOAWAY's last stream ID).
+	Retries int64
+	// HandshakesFull and HandshakesResumed count TLS handshakes.
+	HandshakesFull, HandshakesResumed int64
+	// TLS counts negotiated parameters per connection ("version:TLS 1.3",
+	// "cipher:...", "group:X25519", "alpn:h2"). Nil until the first.
+	TLS map[string]int64
 }
 
 // Add adds o to c.
@@ -31,6 +44,17 @@ func (c *Counts) Add(o *Counts) {
 	}
 	for i := range c.Errors {
 		c.Errors[i] += o.Errors[i]
+	}
+	c.ConnectionsOpened += o.ConnectionsOpened
+	c.Reconnects += o.Reconnects
+	c.Retries += o.Retries
+	c.HandshakesFull += o.HandshakesFull
+	c.HandshakesResumed += o.HandshakesResumed
+	for k, v := range o.TLS {
+		if c.TLS == nil {
+			c.TLS = map[string]int64{}
+		}
+		c.TLS[k] += v
 	}
 }
 
@@ -65,16 +89,56 @@ func (c *Counts) ErrorMap() map[string]int64 {
 	return m
 }
 
+// Histograms are the histograms of one interval (µs).
+type Histograms struct {
+	// Latency: completed responses, from the request's start to its last
+	// body byte.
+	Latency *hist.Histogram
+	// Connect: TCP connect time of new connections.
+	Connect *hist.Histogram
+	// TLSFull and TLSResumed: TLS handshake time of new connections.
+	TLSFull, TLSResumed *hist.Histogram
+	// TTFB: from the request's write to its first response byte.
+	TTFB *hist.Histogram
+}
+
+// NewHistograms returns empty histograms.
+func NewHistograms() Histograms {
+	return Histograms{Latency: hist.New(), Connect: hist.New(), TLSFull: hist.New(), TLSResumed: hist.New(), TTFB: hist.New()}
+}
+
+// all returns the histograms in a fixed order.
+func (h *Histograms) all() [5]*hist.Histogram {
+	return [5]*hist.Histogram{h.Latency, h.Connect, h.TLSFull, h.TLSResumed, h.TTFB}
+}
+
+// Merge adds o to h.
+func (h *Histograms) Merge(o *Histograms) error {
+	dst, src := h.all(), o.all()
+	for i := range dst {
+		if err := dst[i].Merge(src[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Histograms) reset() {
+	for _, x := range h.all() {
+		x.Reset()
+	}
+}
+
 // slot is one interval's data.
 type slot struct {
-	hist   *hist.Histogram
+	hists  Histograms
 	counts Counts
 }
 
-func newSlot() *slot { return &slot{hist: hist.New()} }
+func newSlot() *slot { return &slot{hists: NewHistograms()} }
 
 func (s *slot) reset() {
-	s.hist.Reset()
+	s.hists.reset()
 	s.counts = Counts{}
 }
 
@@ -82,19 +146,30 @@ func (s *slot) reset() {
 // it under mu, which only they and the interval collector take (never shared
 // across workers). It holds the current interval's slot and the next one, so
 // that a sample that ends just after a boundary, before the collector swaps,
-// still lands in the interval its end time belongs to.
+// still lands in the interval its end time belongs to. Outcomes that end in
+// the warm-up go to warmup.
 type recorder struct {
-	mu   sync.Mutex
-	idx  int // interval index of cur
-	cur  *slot
-	next *slot
+	mu     sync.Mutex
+	idx    int // interval index of cur
+	cur    *slot
+	next   *slot
+	warmup Counts
 }
 
 func newRecorder() *recorder {
 	return &recorder{cur: newSlot(), next: newSlot()}
 }
 
-// slotFor returns the slot for interval k. Called with mu held.
+// counts returns the counts for interval k (k < 0: warm-up). Called with
+// mu held.
+func (r *recorder) counts(k int) *Counts {
+	if k < 0 {
+		return &r.warmup
+	}
+	return &r.slotFor(k).counts
+}
+
+// slotFor returns the slot for interval k >= 0. Called with mu held.
 func (r *recorder) slotFor(k int) *slot {
 	if k > r.idx {
 		return r.next
@@ -111,4 +186,56 @@ func (r *recorder) swap(spare *slot) *slot {
 	r.idx++
 	r.mu.Unlock()
 	return out
+}
+
+// connInfo describes a newly opened connection.
+type connInfo struct {
+	connect   int64 // µs
+	handshake int64 // µs; 0 without TLS
+	tls       bool
+	resumed   bool
+	version   string
+	cipher    string
+	group     string
+	alpn      string
+	reconnect bool
+}
+
+// recordConn records a new connection in interval k. Called with mu held.
+func (r *recorder) recordConn(k int, ci *connInfo) {
+	c := r.counts(k)
+	c.ConnectionsOpened++
+	if ci.reconnect {
+		c.Reconnects++
+	}
+	if k >= 0 {
+		s := r.slotFor(k)
+		s.hists.Connect.RecordMicros(ci.connect)
+		if ci.tls {
+			if ci.resumed {
+				s.hists.TLSResumed.RecordMicros(ci.handshake)
+			} else {
+				s.hists.TLSFull.RecordMicros(ci.handshake)
+			}
+		}
+	}
+	if !ci.tls {
+		return
+	}
+	if ci.resumed {
+		c.HandshakesResumed++
+	} else {
+		c.HandshakesFull++
+	}
+	if c.TLS == nil {
+		c.TLS = map[string]int64{}
+	}
+	c.TLS["version:"+ci.version]++
+	c.TLS["cipher:"+ci.cipher]++
+	if ci.group != "" {
+		c.TLS["group:"+ci.group]++
+	}
+	if ci.alpn != "" {
+		c.TLS["alpn:"+ci.alpn]++
+	}
 }

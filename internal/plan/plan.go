@@ -47,6 +47,48 @@ type Plan struct {
 	Agents int
 	// TLS configures the client side of TLS.
 	TLS TLS
+
+	// Requests, when above 0, is the exact number of requests to issue
+	// across the cluster (count mode, httpress's and h2load's -n); the run
+	// ends when they have all ended, or at Duration if that comes first.
+	// With Requests set and Duration zero, only the count ends the run.
+	Requests int64
+	// Warmup is load before the measurement window, excluded from its
+	// counts, RPS and percentiles and reported on its own. Default 0.
+	Warmup time.Duration
+	// NoKeepAlive sends one request per connection: one TCP connect and one
+	// TLS handshake per request (httpress without -k).
+	NoKeepAlive bool
+	// HTTP2 speaks HTTP/2 (ALPN h2) with up to MaxStreams concurrent
+	// streams per connection.
+	HTTP2 bool
+	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection.
+	// Default 1. The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
+	MaxStreams int
+	// ConnectTo is a host:port to dial instead of the URL's, keeping the
+	// URL's name for Host and SNI (h2load's and curl's --connect-to).
+	ConnectTo string
+	// Resolver is a DNS server host:port used to resolve the target once
+	// per agent; default the system resolver.
+	Resolver string
+	// Mix, when not empty, is the request mix: each connection cycles
+	// through the requests in proportion to their weights. Every entry
+	// must target the URL's scheme, host and port.
+	Mix []Request
+}
+
+// Request is one entry of a request mix.
+type Request struct {
+	// Method is the request method; default GET.
+	Method string
+	// URL is the absolute URL; its scheme, host and port must be the plan's.
+	URL string
+	// Headers are added to the plan's headers (same name: this one wins).
+	Headers []Header
+	// Body is sent with the request.
+	Body []byte
+	// Weight is the request's share of the mix; default 1.
+	Weight int
 }
 
 // Header is one request header field.
@@ -54,14 +96,34 @@ type Header struct {
 	Name, Value string
 }
 
-// TLS configures certificate verification.
+// TLS configures the client side of TLS. Names are validated by
+// ValidateTLS; see tlsnames.go for the accepted spellings.
 type TLS struct {
 	// Insecure skips certificate verification. Default false.
 	Insecure bool
 	// CAPEM holds PEM CA certificates trusted besides the system pool.
 	CAPEM []byte
-	// ServerName overrides SNI and the verified name.
+	// CertPEM and KeyPEM are a client certificate and its key (PEM).
+	CertPEM, KeyPEM []byte
+	// ServerName is the SNI and verified name; default the URL's host,
+	// with no SNI for an IP literal (RFC 6066 section 3).
 	ServerName string
+	// MinVersion and MaxVersion bound the protocol: "1.0", "1.1", "1.2" or
+	// "1.3". Default 1.2 to 1.3.
+	MinVersion, MaxVersion string
+	// Ciphers restricts the TLS 1.2 and lower cipher suites, by IANA or
+	// OpenSSL name (TLS 1.3 suites are not configurable in crypto/tls).
+	Ciphers []string
+	// Curves restricts and orders the key exchange groups: X25519, P-256,
+	// P-384, P-521, X25519MLKEM768.
+	Curves []string
+	// ALPN is the list of protocols offered; default http/1.1, or h2 with
+	// HTTP2.
+	ALPN []string
+	// Resume turns on session resumption (a session cache per worker: TLS
+	// 1.3 tickets, TLS 1.2 tickets). Off by default, so short connections
+	// measure full handshakes.
+	Resume bool
 }
 
 // SetDefaults fills zero fields with their defaults.
@@ -72,14 +134,31 @@ func (p *Plan) SetDefaults() {
 	if p.Connections == 0 {
 		p.Connections = DefaultConnections
 	}
-	if p.Duration == 0 {
-		p.Duration = DefaultDuration
-	}
+	p.setDurationDefault()
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout
 	}
 	if p.Interval == 0 {
 		p.Interval = DefaultInterval
+	}
+	if p.MaxStreams == 0 {
+		p.MaxStreams = 1
+	}
+	for i := range p.Mix {
+		if p.Mix[i].Method == "" {
+			p.Mix[i].Method = DefaultMethod
+		}
+		if p.Mix[i].Weight == 0 {
+			p.Mix[i].Weight = 1
+		}
+	}
+}
+
+// setDurationDefault defaults the duration, except in count mode
+// (Requests > 0), where the count ends the run.
+func (p *Plan) setDurationDefault() {
+	if p.Duration == 0 && p.Requests == 0 {
+		p.Duration = DefaultDuration
 	}
 }
 
@@ -114,14 +193,42 @@ func (p *Plan) Validate() error {
 	if p.Connections < 1 {
 		bad("connections", fmt.Sprint(p.Connections), "want at least 1")
 	}
-	if p.Duration <= 0 {
-		bad("duration", p.Duration.String(), "want more than 0, e.g. 10s or 1m")
+	if p.Duration < 0 || (p.Duration == 0 && p.Requests <= 0) {
+		bad("duration", p.Duration.String(), "want more than 0, e.g. 10s or 1m (or a request count)")
 	}
+	if p.Requests < 0 {
+		bad("requests", fmt.Sprint(p.Requests), "want 0 (duration mode) or more")
+	}
+	if p.Requests > 0 && p.Connections >= 1 && p.Requests < int64(p.Connections) {
+		bad("requests", fmt.Sprint(p.Requests), fmt.Sprintf("want at least connections (%d)", p.Connections))
+	}
+	if p.Warmup < 0 {
+		bad("warmup", p.Warmup.String(), "want 0 or more")
+	}
+	if p.MaxStreams < 1 || p.MaxStreams > 1<<16 {
+		bad("max_streams", fmt.Sprint(p.MaxStreams), "want 1 to 65536")
+	}
+	if t, err := ParseTarget(p.URL); err == nil && p.HTTP2 && !t.TLS {
+		bad("http2", "true", "HTTP/2 needs an https URL (h2 is negotiated by ALPN)")
+	}
+	if p.MaxStreams > 1 && !p.HTTP2 {
+		bad("max_streams", fmt.Sprint(p.MaxStreams), "concurrent streams need http2")
+	}
+	for _, hp := range []struct{ field, v string }{{"connect_to", p.ConnectTo}, {"resolver", p.Resolver}} {
+		if hp.v == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(hp.v); err != nil || port == "" {
+			bad(hp.field, fmt.Sprintf("%q", hp.v), "want HOST:PORT")
+		}
+	}
+	errs = append(errs, p.validateMix()...)
+	errs = append(errs, p.TLS.validate(p.HTTP2)...)
 	if p.Timeout <= 0 {
 		bad("timeout", p.Timeout.String(), "want more than 0, e.g. 2s")
 	}
-	if p.Duration+p.Timeout > MaxRunLength {
-		bad("duration", p.Duration.String(), fmt.Sprintf("duration + timeout must be at most %v", MaxRunLength))
+	if p.Warmup+p.Duration+p.Timeout > MaxRunLength {
+		bad("duration", p.Duration.String(), fmt.Sprintf("warmup + duration + timeout must be at most %v", MaxRunLength))
 	}
 	if p.Interval < MinInterval {
 		bad("interval", p.Interval.String(), fmt.Sprintf("want at least %v", MinInterval))
@@ -198,4 +305,53 @@ func validToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// validateMix checks the request mix against the plan's target.
+func (p *Plan) validateMix() []error {
+	if len(p.Mix) == 0 {
+		return nil
+	}
+	base, err := ParseTarget(p.URL)
+	if err != nil {
+		return nil // reported on url
+	}
+	var errs []error
+	for i, r := range p.Mix {
+		field := fmt.Sprintf("mix[%d]", i)
+		t, err := ParseTarget(r.URL)
+		switch {
+		case err != nil:
+			errs = append(errs, &FieldError{field + ".url", fmt.Sprintf("%q", r.URL), err.Error()})
+		case t.TLS != base.TLS || t.Host != base.Host || t.Port != base.Port:
+			errs = append(errs, &FieldError{field + ".url", fmt.Sprintf("%q", r.URL), fmt.Sprintf("every request must target %s (the plan's scheme, host and port)", p.URL)})
+		}
+		if !validToken(r.Method) {
+			errs = append(errs, &FieldError{field + ".method", fmt.Sprintf("%q", r.Method), "want an HTTP method token"})
+		}
+		if r.Weight < 1 || r.Weight > 1_000_000 {
+			errs = append(errs, &FieldError{field + ".weight", fmt.Sprint(r.Weight), "want 1 to 1000000"})
+		}
+		for j, h := range r.Headers {
+			if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
+				errs = append(errs, &FieldError{fmt.Sprintf("%s.headers[%d]", field, j), fmt.Sprintf("%q: %q", h.Name, h.Value), "want 'Name: value'"})
+			}
+		}
+	}
+	return errs
+}
+
+// Entries returns the requests the plan sends: its mix, or the one request
+// described by URL, Method, Headers and Body. Mix entries carry the plan's
+// headers followed by their own.
+func (p *Plan) Entries() []Request {
+	if len(p.Mix) == 0 {
+		return []Request{{Method: p.Method, URL: p.URL, Headers: p.Headers, Body: p.Body, Weight: 1}}
+	}
+	out := make([]Request, len(p.Mix))
+	for i, r := range p.Mix {
+		r.Headers = append(append([]Header(nil), p.Headers...), r.Headers...)
+		out[i] = r
+	}
+	return out
 }

@@ -36,14 +36,17 @@ type Share struct {
 	Count int
 	// Connections is this agent's connections.
 	Connections int
+	// Requests is this agent's exact request count in count mode.
+	Requests int64
 }
 
 // Shares splits p across n agents.
 func Shares(runID string, p Plan, n int) []Share {
 	conns := Split(p.Connections, n)
+	reqs := Split(int(p.Requests), n)
 	out := make([]Share, n)
 	for i := range out {
-		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i]}
+		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i], Requests: int64(reqs[i])}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
@@ -51,8 +52,60 @@ type Report struct {
 	Latency *hist.Summary `json:"latency_us"`
 	// StartSkewUs is the spread of the agents' first sends, µs.
 	StartSkewUs float64 `json:"start_skew_us"`
+	// ConnectionsOpened counts connections opened in the window (those
+	// opened before the start count in the first interval).
+	ConnectionsOpened int64 `json:"connections_opened"`
+	// Reconnects counts connections reopened after a server close or an
+	// error.
+	Reconnects int64 `json:"reconnects"`
+	// Retries counts requests resent because the server never processed
+	// them (HTTP/2 GOAWAY).
+	Retries int64 `json:"retries"`
+	// Handshakes counts TLS handshakes, full and resumed.
+	Handshakes Handshakes `json:"handshakes"`
+	// ConnectUs summarizes TCP connect times of new connections.
+	ConnectUs *hist.Summary `json:"connect_us"`
+	// TLSHandshakeUs summarizes all TLS handshakes; the Full and Resumed
+	// variants each kind.
+	TLSHandshakeUs        *hist.Summary `json:"tls_handshake_us"`
+	TLSHandshakeFullUs    *hist.Summary `json:"tls_handshake_full_us"`
+	TLSHandshakeResumedUs *hist.Summary `json:"tls_handshake_resumed_us"`
+	// TTFBUs summarizes the time from a request's write to its first
+	// response byte, over completed responses.
+	TTFBUs *hist.Summary `json:"ttfb_us"`
+	// TLS counts negotiated parameters per connection.
+	TLS TLSCounts `json:"tls"`
+	// MaxStreams is the effective concurrent streams per HTTP/2 connection
+	// (the plan's, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS);
+	// 0 for HTTP/1.1.
+	MaxStreams int32 `json:"h2_max_streams,omitempty"`
+	// Warmup reports the warm-up, excluded from everything above; absent
+	// without one.
+	Warmup *Warmup `json:"warmup,omitempty"`
 	// AgentRows has one row per agent.
 	AgentRows []Agent `json:"agents"`
+}
+
+// Handshakes counts TLS handshakes by kind.
+type Handshakes struct {
+	Full    int64 `json:"full"`
+	Resumed int64 `json:"resumed"`
+}
+
+// TLSCounts counts connections by negotiated TLS parameter.
+type TLSCounts struct {
+	Version map[string]int64 `json:"version"`
+	Cipher  map[string]int64 `json:"cipher"`
+	Group   map[string]int64 `json:"group"`
+	ALPN    map[string]int64 `json:"alpn"`
+}
+
+// Warmup is the warm-up's outcomes.
+type Warmup struct {
+	DurationS float64          `json:"duration_s"`
+	Requests  int64            `json:"requests"`
+	Status    map[string]int64 `json:"status"`
+	Errors    map[string]int64 `json:"errors"`
 }
 
 // Agent is one agent's row.
@@ -79,40 +132,63 @@ type Agent struct {
 // FromResult builds the report of a merged run result. It fails on a
 // corrupt histogram.
 func FromResult(r *pb.RunResult) (*Report, error) {
-	h, err := hist.Decode(r.GetHistogram())
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", r.GetRunId(), err)
+	var hs [5]*hist.Histogram
+	for i, b := range [][]byte{r.GetHistograms().GetLatency(), r.GetHistograms().GetConnect(), r.GetHistograms().GetTlsFull(), r.GetHistograms().GetTlsResumed(), r.GetHistograms().GetTtfb()} {
+		h, err := hist.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.GetRunId(), err)
+		}
+		hs[i] = h
+	}
+	latency, connect, tlsFull, tlsResumed, ttfb := hs[0], hs[1], hs[2], hs[3], hs[4]
+	tlsAll := hist.New()
+	if err := tlsAll.Merge(tlsFull); err != nil {
+		return nil, err
+	}
+	if err := tlsAll.Merge(tlsResumed); err != nil {
+		return nil, err
 	}
 	window := r.GetWindow().AsDuration().Seconds()
 	c := r.GetCounters()
 	rep := &Report{
-		RunID:       r.GetRunId(),
-		Target:      r.GetPlan().GetUrl(),
-		StartedAt:   time.Unix(0, r.GetStartedAtUnixNano()).UTC(),
-		DurationS:   window,
-		AgentCount:  len(r.GetAgents()),
-		Connections: r.GetPlan().GetConnections(),
-		Issued:      c.GetIssued(),
-		Requests:    c.GetRequests(),
-		InFlight:    r.GetInFlight(),
-		BytesRead:   c.GetBytesRead(),
-		Status:      map[string]int64{},
-		Errors:      map[string]int64{},
-		Latency:     h.Summarize(),
-		StartSkewUs: us(r.GetStartSkew().AsDuration()),
+		RunID:                 r.GetRunId(),
+		Target:                r.GetPlan().GetUrl(),
+		StartedAt:             time.Unix(0, r.GetStartedAtUnixNano()).UTC(),
+		DurationS:             window,
+		AgentCount:            len(r.GetAgents()),
+		Connections:           r.GetPlan().GetConnections(),
+		Issued:                c.GetIssued(),
+		Requests:              c.GetRequests(),
+		InFlight:              r.GetInFlight(),
+		BytesRead:             c.GetBytesRead(),
+		Status:                statusMap(c.GetStatus()),
+		Errors:                copyMap(c.GetErrors()),
+		Latency:               latency.Summarize(),
+		StartSkewUs:           us(r.GetStartSkew().AsDuration()),
+		ConnectionsOpened:     c.GetConnectionsOpened(),
+		Reconnects:            c.GetReconnects(),
+		Retries:               c.GetRetries(),
+		Handshakes:            Handshakes{Full: c.GetHandshakesFull(), Resumed: c.GetHandshakesResumed()},
+		ConnectUs:             connect.Summarize(),
+		TLSHandshakeUs:        tlsAll.Summarize(),
+		TLSHandshakeFullUs:    tlsFull.Summarize(),
+		TLSHandshakeResumedUs: tlsResumed.Summarize(),
+		TTFBUs:                ttfb.Summarize(),
+		TLS:                   tlsCounts(c.GetTls()),
+		MaxStreams:            r.GetMaxStreams(),
 	}
 	if window > 0 {
 		rep.RPS = float64(rep.Requests) / window
 		rep.TransferBps = float64(rep.BytesRead) / window
 	}
 	for code, n := range c.GetStatus() {
-		rep.Status[strconv.Itoa(int(code))] = n
 		if code < 200 || code > 399 {
 			rep.Non2xx3xx += n
 		}
 	}
-	for kind, n := range c.GetErrors() {
-		rep.Errors[kind] = n
+	if wd := r.GetWarmupDuration().AsDuration(); wd > 0 {
+		w := r.GetWarmup()
+		rep.Warmup = &Warmup{DurationS: wd.Seconds(), Requests: w.GetRequests(), Status: statusMap(w.GetStatus()), Errors: copyMap(w.GetErrors())}
 	}
 	for _, a := range r.GetAgents() {
 		row := Agent{
@@ -130,6 +206,41 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		rep.AgentRows = append(rep.AgentRows, row)
 	}
 	return rep, nil
+}
+
+func statusMap(m map[int32]int64) map[string]int64 {
+	out := map[string]int64{}
+	for code, n := range m {
+		out[strconv.Itoa(int(code))] = n
+	}
+	return out
+}
+
+func copyMap(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// tlsCounts splits "kind:value" keys into per-kind maps.
+func tlsCounts(m map[string]int64) TLSCounts {
+	t := TLSCounts{Version: map[string]int64{}, Cipher: map[string]int64{}, Group: map[string]int64{}, ALPN: map[string]int64{}}
+	for k, n := range m {
+		kind, v, _ := strings.Cut(k, ":")
+		switch kind {
+		case "version":
+			t.Version[v] += n
+		case "cipher":
+			t.Cipher[v] += n
+		case "group":
+			t.Group[v] += n
+		case "alpn":
+			t.ALPN[v] += n
+		}
+	}
+	return t
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -161,13 +272,16 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
 	p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
 	p.f("  %d agents and %d connections\n", r.AgentCount, r.Connections)
+	if r.MaxStreams > 0 {
+		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
+	}
 	if r.Latency == nil {
 		p.f("  Latency: no samples (no request completed in the window)\n")
 	} else {
 		p.f("  %-10s %9s %9s %9s\n", "", "Avg", "Stdev", "Max")
 		p.f("    %-8s %9s %9s %9s\n", "Latency", fmtUs(r.Latency.Mean), fmtUs(r.Latency.Stdev), fmtUs(float64(r.Latency.Max)))
 		if o.Latency {
-			p.f("  Latency Distribution (completed responses, write to last byte)\n")
+			p.f("  Latency Distribution (completed responses, request start to last byte)\n")
 			for _, q := range []struct {
 				label string
 				v     int64
@@ -176,7 +290,37 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			}
 		}
 	}
+	phases := []struct {
+		name string
+		s    *hist.Summary
+	}{{"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
+	header := false
+	for _, ph := range phases {
+		if ph.s == nil {
+			continue
+		}
+		if !header {
+			p.f("  %-12s %9s %9s %9s %9s %8s\n", "Phases", "Avg", "p50", "p99", "Max", "Count")
+			header = true
+		}
+		p.f("    %-10s %9s %9s %9s %9s %8d\n", ph.name, fmtUs(ph.s.Mean), fmtUs(float64(ph.s.P50)), fmtUs(float64(ph.s.P99)), fmtUs(float64(ph.s.Max)), ph.s.Count)
+	}
 	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
+	p.f("  %d connections opened, %d reconnects", r.ConnectionsOpened, r.Reconnects)
+	if r.Handshakes.Full+r.Handshakes.Resumed > 0 {
+		p.f("; TLS handshakes: %d full, %d resumed", r.Handshakes.Full, r.Handshakes.Resumed)
+	}
+	if r.Retries > 0 {
+		p.f("; %d retries", r.Retries)
+	}
+	p.f("\n")
+	if len(r.TLS.Version) > 0 {
+		p.f("  TLS: %s; %s; %s", fmtMap(r.TLS.Version), fmtMap(r.TLS.Cipher), fmtMap(r.TLS.Group))
+		if len(r.TLS.ALPN) > 0 {
+			p.f("; ALPN %s", fmtMap(r.TLS.ALPN))
+		}
+		p.f("\n")
+	}
 	if r.InFlight > 0 {
 		p.f("  %d requests in flight when the window closed (not counted above)\n", r.InFlight)
 	}
@@ -189,6 +333,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p.f("Requests/sec: %10.2f\n", r.RPS)
 	p.f("Transfer/sec: %10s\n", fmtBytes(r.TransferBps))
 	p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
+	if w := r.Warmup; w != nil {
+		p.f("Warm-up:      %s, %d requests, %d errors (excluded above)\n", fmtSeconds(w.DurationS), w.Requests, sum(w.Errors))
+	}
 	p.f("Agents:\n")
 	p.f("  %-20s %6s %10s %10s %7s %8s %10s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START")
 	for _, a := range r.AgentRows {
@@ -246,6 +393,14 @@ func fmtSeconds(s float64) string { return fmt.Sprintf("%.2fs", s) }
 
 func fmtWindow(s float64) string {
 	return (time.Duration(s * float64(time.Second))).String()
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func fmtMap(m map[string]int64) string {

@@ -29,16 +29,23 @@ func result(t *testing.T) *pb.RunResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	empty, _ := hist.New().Encode()
+	conn := hist.New()
+	conn.RecordMicros(50)
+	conn.RecordMicros(70)
+	cb, _ := conn.Encode()
 	return &pb.RunResult{
 		RunId:             "20261130T000000Z-abcdef",
 		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
 		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Window:            durationpb.New(2 * time.Second),
-		Histogram:         b,
+		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: empty, Ttfb: b},
 		Counters: &pb.Counters{
 			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
-			Status: map[int32]int64{200: 990, 503: 10},
-			Errors: map[string]int64{"reset": 2, "timeout": 1},
+			Status:            map[int32]int64{200: 990, 503: 10},
+			Errors:            map[string]int64{"reset": 2, "timeout": 1},
+			ConnectionsOpened: 2, Reconnects: 0, HandshakesFull: 2,
+			Tls: map[string]int64{"version:TLS 1.3": 2, "cipher:TLS_AES_128_GCM_SHA256": 2, "group:X25519": 2, "alpn:http/1.1": 2},
 		},
 		InFlight:  2,
 		StartSkew: durationpb.New(150 * time.Microsecond),
@@ -73,7 +80,7 @@ func TestFromResult(t *testing.T) {
 
 func TestFromResultRejectsCorruptHistogram(t *testing.T) {
 	res := result(t)
-	res.Histogram = res.Histogram[:len(res.Histogram)/2]
+	res.Histograms.Latency = res.Histograms.Latency[:len(res.Histograms.Latency)/2]
 	if _, err := FromResult(res); err == nil || !strings.Contains(err.Error(), "decode histogram") {
 		t.Fatalf("FromResult(corrupt) = %v, want a decode error", err)
 	}
@@ -82,7 +89,7 @@ func TestFromResultRejectsCorruptHistogram(t *testing.T) {
 func TestEmptyHistogramSaysNoSamples(t *testing.T) {
 	res := result(t)
 	b, _ := hist.New().Encode()
-	res.Histogram = b
+	res.Histograms.Latency = b
 	r, err := FromResult(res)
 	if err != nil {
 		t.Fatal(err)

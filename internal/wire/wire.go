@@ -1,11 +1,13 @@
 package wire
 
 import (
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -21,10 +23,39 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 		Timeout:     dur(p.Timeout),
 		Interval:    dur(p.Interval),
 		Agents:      int32(p.Agents),
-		Tls:         &pb.TLSOptions{Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName},
+		Requests:    p.Requests,
+		Warmup:      dur(p.Warmup),
+		NoKeepalive: p.NoKeepAlive,
+		Http2:       p.HTTP2,
+		MaxStreams:  int32(p.MaxStreams),
+		ConnectTo:   p.ConnectTo,
+		Resolver:    p.Resolver,
+		Headers:     headersToProto(p.Headers),
+		Tls: &pb.TLSOptions{
+			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
+			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
+			MinVersion: p.TLS.MinVersion, MaxVersion: p.TLS.MaxVersion,
+			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume,
+		},
 	}
-	for _, h := range p.Headers {
-		out.Headers = append(out.Headers, &pb.Header{Name: h.Name, Value: h.Value})
+	for _, r := range p.Mix {
+		out.Mix = append(out.Mix, &pb.Request{Method: r.Method, Url: r.URL, Headers: headersToProto(r.Headers), Body: r.Body, Weight: int32(r.Weight)})
+	}
+	return out
+}
+
+func headersToProto(hs []plan.Header) []*pb.Header {
+	var out []*pb.Header
+	for _, h := range hs {
+		out = append(out, &pb.Header{Name: h.Name, Value: h.Value})
+	}
+	return out
+}
+
+func headersFromProto(hs []*pb.Header) []plan.Header {
+	var out []plan.Header
+	for _, h := range hs {
+		out = append(out, plan.Header{Name: h.GetName(), Value: h.GetValue()})
 	}
 	return out
 }
@@ -40,32 +71,58 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		Timeout:     m.GetTimeout().AsDuration(),
 		Interval:    m.GetInterval().AsDuration(),
 		Agents:      int(m.GetAgents()),
+		Requests:    m.GetRequests(),
+		Warmup:      m.GetWarmup().AsDuration(),
+		NoKeepAlive: m.GetNoKeepalive(),
+		HTTP2:       m.GetHttp2(),
+		MaxStreams:  int(m.GetMaxStreams()),
+		ConnectTo:   m.GetConnectTo(),
+		Resolver:    m.GetResolver(),
+		Headers:     headersFromProto(m.GetHeaders()),
 		TLS: plan.TLS{
 			Insecure:   m.GetTls().GetInsecure(),
 			CAPEM:      m.GetTls().GetCaPem(),
 			ServerName: m.GetTls().GetServerName(),
+			CertPEM:    m.GetTls().GetCertPem(),
+			KeyPEM:     m.GetTls().GetKeyPem(),
+			MinVersion: m.GetTls().GetMinVersion(),
+			MaxVersion: m.GetTls().GetMaxVersion(),
+			Ciphers:    m.GetTls().GetCiphers(),
+			Curves:     m.GetTls().GetCurves(),
+			ALPN:       m.GetTls().GetAlpn(),
+			Resume:     m.GetTls().GetResume(),
 		},
 	}
-	for _, h := range m.GetHeaders() {
-		p.Headers = append(p.Headers, plan.Header{Name: h.GetName(), Value: h.GetValue()})
+	for _, r := range m.GetMix() {
+		p.Mix = append(p.Mix, plan.Request{Method: r.GetMethod(), URL: r.GetUrl(), Headers: headersFromProto(r.GetHeaders()), Body: r.GetBody(), Weight: int(r.GetWeight())})
 	}
 	return p
 }
 
 // ShareToProto converts a share.
 func ShareToProto(s plan.Share) *pb.Share {
-	return &pb.Share{RunId: s.RunID, Plan: PlanToProto(s.Plan), Index: int32(s.Index), Count: int32(s.Count), Connections: int64(s.Connections)}
+	return &pb.Share{RunId: s.RunID, Plan: PlanToProto(s.Plan), Index: int32(s.Index), Count: int32(s.Count), Connections: int64(s.Connections), Requests: s.Requests}
 }
 
 // ShareFromProto converts a share.
 func ShareFromProto(m *pb.Share) plan.Share {
-	return plan.Share{RunID: m.GetRunId(), Plan: PlanFromProto(m.GetPlan()), Index: int(m.GetIndex()), Count: int(m.GetCount()), Connections: int(m.GetConnections())}
+	return plan.Share{RunID: m.GetRunId(), Plan: PlanFromProto(m.GetPlan()), Index: int(m.GetIndex()), Count: int(m.GetCount()), Connections: int(m.GetConnections()), Requests: m.GetRequests()}
 }
 
 // CountsToProto converts engine counts; issued is carried separately by the
 // engine and set by the caller where known.
 func CountsToProto(c *engine.Counts) *pb.Counters {
-	out := &pb.Counters{Requests: c.Requests, BytesRead: c.BytesRead}
+	out := &pb.Counters{
+		Requests: c.Requests, BytesRead: c.BytesRead,
+		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
+		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
+	}
+	for k, n := range c.TLS {
+		if out.Tls == nil {
+			out.Tls = map[string]int64{}
+		}
+		out.Tls[k] = n
+	}
 	for code, n := range c.StatusMap() {
 		if out.Status == nil {
 			out.Status = map[int32]int64{}
@@ -86,6 +143,17 @@ func AddCounters(dst, src *pb.Counters) {
 	dst.Issued += src.GetIssued()
 	dst.Requests += src.GetRequests()
 	dst.BytesRead += src.GetBytesRead()
+	dst.ConnectionsOpened += src.GetConnectionsOpened()
+	dst.Reconnects += src.GetReconnects()
+	dst.Retries += src.GetRetries()
+	dst.HandshakesFull += src.GetHandshakesFull()
+	dst.HandshakesResumed += src.GetHandshakesResumed()
+	for k, v := range src.GetTls() {
+		if dst.Tls == nil {
+			dst.Tls = map[string]int64{}
+		}
+		dst.Tls[k] += v
+	}
 	for k, v := range src.GetStatus() {
 		if dst.Status == nil {
 			dst.Status = map[int32]int64{}
@@ -114,4 +182,38 @@ func dur(d time.Duration) *durationpb.Duration {
 		return nil
 	}
 	return durationpb.New(d)
+}
+
+// HistogramsToProto encodes engine histograms (V2 compressed).
+func HistogramsToProto(h *engine.Histograms) (*pb.Histograms, error) {
+	out := &pb.Histograms{}
+	for _, f := range []struct {
+		h   *hist.Histogram
+		dst *[]byte
+	}{{h.Latency, &out.Latency}, {h.Connect, &out.Connect}, {h.TLSFull, &out.TlsFull}, {h.TLSResumed, &out.TlsResumed}, {h.TTFB, &out.Ttfb}} {
+		b, err := f.h.Encode()
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = b
+	}
+	return out, nil
+}
+
+// HistogramsFromProto decodes histograms; every one must be present and
+// valid (an empty histogram is still encoded).
+func HistogramsFromProto(m *pb.Histograms) (engine.Histograms, error) {
+	var h engine.Histograms
+	for _, f := range []struct {
+		name string
+		b    []byte
+		dst  **hist.Histogram
+	}{{"latency", m.GetLatency(), &h.Latency}, {"connect", m.GetConnect(), &h.Connect}, {"tls_full", m.GetTlsFull(), &h.TLSFull}, {"tls_resumed", m.GetTlsResumed(), &h.TLSResumed}, {"ttfb", m.GetTtfb(), &h.TTFB}} {
+		d, err := hist.Decode(f.b)
+		if err != nil {
+			return h, fmt.Errorf("%s histogram: %w", f.name, err)
+		}
+		*f.dst = d
+	}
+	return h, nil
 }

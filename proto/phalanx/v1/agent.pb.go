@@ -404,9 +404,8 @@ type Interval struct {
 	// start_unix_nano and end_unix_nano bound the interval (agent clock).
 	StartUnixNano int64 `protobuf:"varint,2,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"`
 	EndUnixNano   int64 `protobuf:"varint,3,opt,name=end_unix_nano,json=endUnixNano,proto3" json:"end_unix_nano,omitempty"`
-	// histogram holds the latencies of the interval's completed requests in
-	// microseconds, in HdrHistogram's V2 compressed encoding.
-	Histogram []byte `protobuf:"bytes,4,opt,name=histogram,proto3" json:"histogram,omitempty"`
+	// histograms of the requests and connections that ended in the interval.
+	Histograms *Histograms `protobuf:"bytes,4,opt,name=histograms,proto3" json:"histograms,omitempty"`
 	// counters are the outcomes that ended in this interval.
 	Counters *Counters `protobuf:"bytes,5,opt,name=counters,proto3" json:"counters,omitempty"`
 	// cpu_time is the agent process's user+system CPU time in the interval.
@@ -466,9 +465,9 @@ func (x *Interval) GetEndUnixNano() int64 {
 	return 0
 }
 
-func (x *Interval) GetHistogram() []byte {
+func (x *Interval) GetHistograms() *Histograms {
 	if x != nil {
-		return x.Histogram
+		return x.Histograms
 	}
 	return nil
 }
@@ -495,8 +494,17 @@ type Done struct {
 	// in_flight counts requests issued in the window that had not ended when
 	// it closed.
 	InFlight int64 `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	// issued counts requests issued in the window.
-	Issued        int64 `protobuf:"varint,3,opt,name=issued,proto3" json:"issued,omitempty"`
+	// issued counts requests issued in the window (plus those carried into
+	// it from the warm-up).
+	Issued int64 `protobuf:"varint,3,opt,name=issued,proto3" json:"issued,omitempty"`
+	// window_end_unix_nano is when the window closed (agent clock): the
+	// planned end, or the last request's end in count mode.
+	WindowEndUnixNano int64 `protobuf:"varint,4,opt,name=window_end_unix_nano,json=windowEndUnixNano,proto3" json:"window_end_unix_nano,omitempty"`
+	// warmup counts the outcomes that ended during the warm-up.
+	Warmup *Counters `protobuf:"bytes,5,opt,name=warmup,proto3" json:"warmup,omitempty"`
+	// max_streams is the effective concurrent streams per HTTP/2
+	// connection (the plan's, capped by the server's setting).
+	MaxStreams    int32 `protobuf:"varint,6,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -552,6 +560,27 @@ func (x *Done) GetIssued() int64 {
 	return 0
 }
 
+func (x *Done) GetWindowEndUnixNano() int64 {
+	if x != nil {
+		return x.WindowEndUnixNano
+	}
+	return 0
+}
+
+func (x *Done) GetWarmup() *Counters {
+	if x != nil {
+		return x.Warmup
+	}
+	return nil
+}
+
+func (x *Done) GetMaxStreams() int32 {
+	if x != nil {
+		return x.MaxStreams
+	}
+	return 0
+}
+
 var File_phalanx_v1_agent_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_agent_proto_rawDesc = "" +
@@ -580,18 +609,24 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\x06errors\x18\x03 \x03(\v2\x1d.phalanx.v1.Ready.ErrorsEntryR\x06errors\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf2\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8c\x02\n" +
 	"\bInterval\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12&\n" +
 	"\x0fstart_unix_nano\x18\x02 \x01(\x03R\rstartUnixNano\x12\"\n" +
-	"\rend_unix_nano\x18\x03 \x01(\x03R\vendUnixNano\x12\x1c\n" +
-	"\thistogram\x18\x04 \x01(\fR\thistogram\x120\n" +
+	"\rend_unix_nano\x18\x03 \x01(\x03R\vendUnixNano\x126\n" +
+	"\n" +
+	"histograms\x18\x04 \x01(\v2\x16.phalanx.v1.HistogramsR\n" +
+	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
-	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"l\n" +
+	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xec\x01\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
-	"\x06issued\x18\x03 \x01(\x03R\x06issued2\x88\x01\n" +
+	"\x06issued\x18\x03 \x01(\x03R\x06issued\x12/\n" +
+	"\x14window_end_unix_nano\x18\x04 \x01(\x03R\x11windowEndUnixNano\x12,\n" +
+	"\x06warmup\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\x06warmup\x12\x1f\n" +
+	"\vmax_streams\x18\x06 \x01(\x05R\n" +
+	"maxStreams2\x88\x01\n" +
 	"\fAgentService\x12<\n" +
 	"\x05Clock\x12\x18.phalanx.v1.ClockRequest\x1a\x19.phalanx.v1.ClockResponse\x12:\n" +
 	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
@@ -620,8 +655,9 @@ var file_phalanx_v1_agent_proto_goTypes = []any{
 	(*Done)(nil),                // 7: phalanx.v1.Done
 	nil,                         // 8: phalanx.v1.Ready.ErrorsEntry
 	(*Share)(nil),               // 9: phalanx.v1.Share
-	(*Counters)(nil),            // 10: phalanx.v1.Counters
-	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
+	(*Histograms)(nil),          // 10: phalanx.v1.Histograms
+	(*Counters)(nil),            // 11: phalanx.v1.Counters
+	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	9,  // 0: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
@@ -630,17 +666,19 @@ var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	6,  // 3: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
 	7,  // 4: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
 	8,  // 5: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
-	10, // 6: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
-	11, // 7: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	0,  // 8: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	2,  // 9: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	1,  // 10: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	4,  // 11: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	10, // [10:12] is the sub-list for method output_type
-	8,  // [8:10] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 6: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
+	11, // 7: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
+	12, // 8: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
+	11, // 9: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	0,  // 10: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	2,  // 11: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	1,  // 12: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	4,  // 13: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	12, // [12:14] is the sub-list for method output_type
+	10, // [10:12] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }

@@ -332,9 +332,8 @@ type RunResult struct {
 	StartedAtUnixNano int64 `protobuf:"varint,3,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	// window is the measurement window's length.
 	Window *durationpb.Duration `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
-	// histogram is the merged latency histogram of the window's completed
-	// requests (microseconds, HdrHistogram V2 compressed encoding).
-	Histogram []byte `protobuf:"bytes,5,opt,name=histogram,proto3" json:"histogram,omitempty"`
+	// histograms are the window's merged histograms.
+	Histograms *Histograms `protobuf:"bytes,5,opt,name=histograms,proto3" json:"histograms,omitempty"`
 	// counters are the window's merged outcomes.
 	Counters *Counters `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
 	// in_flight counts requests not ended when the window closed.
@@ -342,7 +341,14 @@ type RunResult struct {
 	// start_skew is the spread of the agents' first sends.
 	StartSkew *durationpb.Duration `protobuf:"bytes,8,opt,name=start_skew,json=startSkew,proto3" json:"start_skew,omitempty"`
 	// agents has one row per agent.
-	Agents        []*AgentResult `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
+	Agents []*AgentResult `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
+	// warmup counts the outcomes that ended during the warm-up.
+	Warmup *Counters `protobuf:"bytes,10,opt,name=warmup,proto3" json:"warmup,omitempty"`
+	// warmup_duration is the warm-up's length.
+	WarmupDuration *durationpb.Duration `protobuf:"bytes,11,opt,name=warmup_duration,json=warmupDuration,proto3" json:"warmup_duration,omitempty"`
+	// max_streams is the smallest effective streams per HTTP/2 connection
+	// across agents (0 for HTTP/1.1).
+	MaxStreams    int32 `protobuf:"varint,12,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -405,9 +411,9 @@ func (x *RunResult) GetWindow() *durationpb.Duration {
 	return nil
 }
 
-func (x *RunResult) GetHistogram() []byte {
+func (x *RunResult) GetHistograms() *Histograms {
 	if x != nil {
-		return x.Histogram
+		return x.Histograms
 	}
 	return nil
 }
@@ -438,6 +444,27 @@ func (x *RunResult) GetAgents() []*AgentResult {
 		return x.Agents
 	}
 	return nil
+}
+
+func (x *RunResult) GetWarmup() *Counters {
+	if x != nil {
+		return x.Warmup
+	}
+	return nil
+}
+
+func (x *RunResult) GetWarmupDuration() *durationpb.Duration {
+	if x != nil {
+		return x.WarmupDuration
+	}
+	return nil
+}
+
+func (x *RunResult) GetMaxStreams() int32 {
+	if x != nil {
+		return x.MaxStreams
+	}
+	return 0
 }
 
 // AgentResult is one agent's part of a run.
@@ -612,18 +639,25 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x03R\x06errors\x12\x15\n" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
-	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\x84\x03\n" +
+	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xb1\x04\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
 	"\x14started_at_unix_nano\x18\x03 \x01(\x03R\x11startedAtUnixNano\x121\n" +
-	"\x06window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12\x1c\n" +
-	"\thistogram\x18\x05 \x01(\fR\thistogram\x120\n" +
+	"\x06window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06window\x126\n" +
+	"\n" +
+	"histograms\x18\x05 \x01(\v2\x16.phalanx.v1.HistogramsR\n" +
+	"histograms\x120\n" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x1b\n" +
 	"\tin_flight\x18\a \x01(\x03R\binFlight\x128\n" +
 	"\n" +
 	"start_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\tstartSkew\x12/\n" +
-	"\x06agents\x18\t \x03(\v2\x17.phalanx.v1.AgentResultR\x06agents\"\xd2\x03\n" +
+	"\x06agents\x18\t \x03(\v2\x17.phalanx.v1.AgentResultR\x06agents\x12,\n" +
+	"\x06warmup\x18\n" +
+	" \x01(\v2\x14.phalanx.v1.CountersR\x06warmup\x12B\n" +
+	"\x0fwarmup_duration\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0ewarmupDuration\x12\x1f\n" +
+	"\vmax_streams\x18\f \x01(\x05R\n" +
+	"maxStreams\"\xd2\x03\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -668,7 +702,8 @@ var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*NodeMeta)(nil),            // 7: phalanx.v1.NodeMeta
 	(*Plan)(nil),                // 8: phalanx.v1.Plan
 	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
-	(*Counters)(nil),            // 10: phalanx.v1.Counters
+	(*Histograms)(nil),          // 10: phalanx.v1.Histograms
+	(*Counters)(nil),            // 11: phalanx.v1.Counters
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	7,  // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
@@ -678,22 +713,25 @@ var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	9,  // 4: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
 	8,  // 5: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
 	9,  // 6: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	10, // 7: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	9,  // 8: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	6,  // 9: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	9,  // 10: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	9,  // 11: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	9,  // 12: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	9,  // 13: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	0,  // 14: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	2,  // 15: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	1,  // 16: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	3,  // 17: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	16, // [16:18] is the sub-list for method output_type
-	14, // [14:16] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 7: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	11, // 8: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	9,  // 9: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	6,  // 10: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	11, // 11: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	9,  // 12: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	9,  // 13: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	9,  // 14: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	9,  // 15: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	9,  // 16: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	0,  // 17: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	2,  // 18: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	1,  // 19: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	3,  // 20: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	19, // [19:21] is the sub-list for method output_type
+	17, // [17:19] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }

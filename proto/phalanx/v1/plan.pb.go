@@ -45,7 +45,24 @@ type Plan struct {
 	// agents is the number of agents to use; 0 means every live agent.
 	Agents int32 `protobuf:"varint,9,opt,name=agents,proto3" json:"agents,omitempty"`
 	// interval is the reporting interval; agents send one Interval per interval.
-	Interval      *durationpb.Duration `protobuf:"bytes,10,opt,name=interval,proto3" json:"interval,omitempty"`
+	Interval *durationpb.Duration `protobuf:"bytes,10,opt,name=interval,proto3" json:"interval,omitempty"`
+	// requests, when above 0, is the exact request count across the cluster
+	// (count mode, -n); the run ends when they have ended or at duration.
+	Requests int64 `protobuf:"varint,11,opt,name=requests,proto3" json:"requests,omitempty"`
+	// warmup is load before the window, reported apart from it.
+	Warmup *durationpb.Duration `protobuf:"bytes,12,opt,name=warmup,proto3" json:"warmup,omitempty"`
+	// no_keepalive sends one request per connection.
+	NoKeepalive bool `protobuf:"varint,13,opt,name=no_keepalive,json=noKeepalive,proto3" json:"no_keepalive,omitempty"`
+	// http2 speaks HTTP/2 over TLS (ALPN h2).
+	Http2 bool `protobuf:"varint,14,opt,name=http2,proto3" json:"http2,omitempty"`
+	// max_streams is the concurrent streams per HTTP/2 connection (h2load -m).
+	MaxStreams int32 `protobuf:"varint,15,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
+	// connect_to is a host:port dialled instead of the URL's.
+	ConnectTo string `protobuf:"bytes,16,opt,name=connect_to,json=connectTo,proto3" json:"connect_to,omitempty"`
+	// resolver is a DNS server host:port for resolving the target.
+	Resolver string `protobuf:"bytes,17,opt,name=resolver,proto3" json:"resolver,omitempty"`
+	// mix is the request mix; empty means the one request above.
+	Mix           []*Request `protobuf:"bytes,18,rep,name=mix,proto3" json:"mix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,6 +167,139 @@ func (x *Plan) GetInterval() *durationpb.Duration {
 	return nil
 }
 
+func (x *Plan) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *Plan) GetWarmup() *durationpb.Duration {
+	if x != nil {
+		return x.Warmup
+	}
+	return nil
+}
+
+func (x *Plan) GetNoKeepalive() bool {
+	if x != nil {
+		return x.NoKeepalive
+	}
+	return false
+}
+
+func (x *Plan) GetHttp2() bool {
+	if x != nil {
+		return x.Http2
+	}
+	return false
+}
+
+func (x *Plan) GetMaxStreams() int32 {
+	if x != nil {
+		return x.MaxStreams
+	}
+	return 0
+}
+
+func (x *Plan) GetConnectTo() string {
+	if x != nil {
+		return x.ConnectTo
+	}
+	return ""
+}
+
+func (x *Plan) GetResolver() string {
+	if x != nil {
+		return x.Resolver
+	}
+	return ""
+}
+
+func (x *Plan) GetMix() []*Request {
+	if x != nil {
+		return x.Mix
+	}
+	return nil
+}
+
+// Request is one entry of a request mix.
+type Request struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Method        string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       []*Header              `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
+	Body          []byte                 `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	Weight        int32                  `protobuf:"varint,5,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Request) Reset() {
+	*x = Request{}
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Request) ProtoMessage() {}
+
+func (x *Request) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Request.ProtoReflect.Descriptor instead.
+func (*Request) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Request) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *Request) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Request) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *Request) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Request) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
 // Header is one HTTP request header field.
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -161,7 +311,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +323,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +336,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Header) GetName() string {
@@ -211,14 +361,28 @@ type TLSOptions struct {
 	// ca_pem holds PEM CA certificates trusted in addition to the system pool.
 	CaPem []byte `protobuf:"bytes,2,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
 	// server_name overrides the SNI and verification name.
-	ServerName    string `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	ServerName string `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// cert_pem and key_pem are a client certificate and key.
+	CertPem []byte `protobuf:"bytes,4,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	KeyPem  []byte `protobuf:"bytes,5,opt,name=key_pem,json=keyPem,proto3" json:"key_pem,omitempty"`
+	// min_version and max_version: "1.0" to "1.3".
+	MinVersion string `protobuf:"bytes,6,opt,name=min_version,json=minVersion,proto3" json:"min_version,omitempty"`
+	MaxVersion string `protobuf:"bytes,7,opt,name=max_version,json=maxVersion,proto3" json:"max_version,omitempty"`
+	// ciphers are TLS 1.2 suite names (IANA or OpenSSL).
+	Ciphers []string `protobuf:"bytes,8,rep,name=ciphers,proto3" json:"ciphers,omitempty"`
+	// curves are key exchange group names.
+	Curves []string `protobuf:"bytes,9,rep,name=curves,proto3" json:"curves,omitempty"`
+	// alpn lists the protocols offered.
+	Alpn []string `protobuf:"bytes,10,rep,name=alpn,proto3" json:"alpn,omitempty"`
+	// resume turns on session resumption.
+	Resume        bool `protobuf:"varint,11,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TLSOptions) Reset() {
 	*x = TLSOptions{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +394,7 @@ func (x *TLSOptions) String() string {
 func (*TLSOptions) ProtoMessage() {}
 
 func (x *TLSOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +407,7 @@ func (x *TLSOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLSOptions.ProtoReflect.Descriptor instead.
 func (*TLSOptions) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TLSOptions) GetInsecure() bool {
@@ -267,6 +431,62 @@ func (x *TLSOptions) GetServerName() string {
 	return ""
 }
 
+func (x *TLSOptions) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *TLSOptions) GetKeyPem() []byte {
+	if x != nil {
+		return x.KeyPem
+	}
+	return nil
+}
+
+func (x *TLSOptions) GetMinVersion() string {
+	if x != nil {
+		return x.MinVersion
+	}
+	return ""
+}
+
+func (x *TLSOptions) GetMaxVersion() string {
+	if x != nil {
+		return x.MaxVersion
+	}
+	return ""
+}
+
+func (x *TLSOptions) GetCiphers() []string {
+	if x != nil {
+		return x.Ciphers
+	}
+	return nil
+}
+
+func (x *TLSOptions) GetCurves() []string {
+	if x != nil {
+		return x.Curves
+	}
+	return nil
+}
+
+func (x *TLSOptions) GetAlpn() []string {
+	if x != nil {
+		return x.Alpn
+	}
+	return nil
+}
+
+func (x *TLSOptions) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
 // Share is one agent's part of a plan.
 type Share struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -279,14 +499,16 @@ type Share struct {
 	// count is the number of shares (agents) in the run.
 	Count int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
 	// connections is this agent's number of connections.
-	Connections   int64 `protobuf:"varint,5,opt,name=connections,proto3" json:"connections,omitempty"`
+	Connections int64 `protobuf:"varint,5,opt,name=connections,proto3" json:"connections,omitempty"`
+	// requests is this agent's exact request count in count mode.
+	Requests      int64 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +520,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +533,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Share) GetRunId() string {
@@ -349,12 +571,19 @@ func (x *Share) GetConnections() int64 {
 	return 0
 }
 
+func (x *Share) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
 var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xf9\x02\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x84\x05\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -366,22 +595,50 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x03tls\x18\b \x01(\v2\x16.phalanx.v1.TLSOptionsR\x03tls\x12\x16\n" +
 	"\x06agents\x18\t \x01(\x05R\x06agents\x125\n" +
 	"\binterval\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\binterval\"2\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
+	"\brequests\x18\v \x01(\x03R\brequests\x121\n" +
+	"\x06warmup\x18\f \x01(\v2\x19.google.protobuf.DurationR\x06warmup\x12!\n" +
+	"\fno_keepalive\x18\r \x01(\bR\vnoKeepalive\x12\x14\n" +
+	"\x05http2\x18\x0e \x01(\bR\x05http2\x12\x1f\n" +
+	"\vmax_streams\x18\x0f \x01(\x05R\n" +
+	"maxStreams\x12\x1d\n" +
+	"\n" +
+	"connect_to\x18\x10 \x01(\tR\tconnectTo\x12\x1a\n" +
+	"\bresolver\x18\x11 \x01(\tR\bresolver\x12%\n" +
+	"\x03mix\x18\x12 \x03(\v2\x13.phalanx.v1.RequestR\x03mix\"\x8d\x01\n" +
+	"\aRequest\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12,\n" +
+	"\aheaders\x18\x03 \x03(\v2\x12.phalanx.v1.HeaderR\aheaders\x12\x12\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\x12\x16\n" +
+	"\x06weight\x18\x05 \x01(\x05R\x06weight\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"`\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xb4\x02\n" +
 	"\n" +
 	"TLSOptions\x12\x1a\n" +
 	"\binsecure\x18\x01 \x01(\bR\binsecure\x12\x15\n" +
 	"\x06ca_pem\x18\x02 \x01(\fR\x05caPem\x12\x1f\n" +
 	"\vserver_name\x18\x03 \x01(\tR\n" +
-	"serverName\"\x92\x01\n" +
+	"serverName\x12\x19\n" +
+	"\bcert_pem\x18\x04 \x01(\fR\acertPem\x12\x17\n" +
+	"\akey_pem\x18\x05 \x01(\fR\x06keyPem\x12\x1f\n" +
+	"\vmin_version\x18\x06 \x01(\tR\n" +
+	"minVersion\x12\x1f\n" +
+	"\vmax_version\x18\a \x01(\tR\n" +
+	"maxVersion\x12\x18\n" +
+	"\aciphers\x18\b \x03(\tR\aciphers\x12\x16\n" +
+	"\x06curves\x18\t \x03(\tR\x06curves\x12\x12\n" +
+	"\x04alpn\x18\n" +
+	" \x03(\tR\x04alpn\x12\x16\n" +
+	"\x06resume\x18\v \x01(\bR\x06resume\"\xae\x01\n" +
 	"\x05Share\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12 \n" +
-	"\vconnections\x18\x05 \x01(\x03R\vconnectionsB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\vconnections\x18\x05 \x01(\x03R\vconnections\x12\x1a\n" +
+	"\brequests\x18\x06 \x01(\x03R\brequestsB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_plan_proto_rawDescOnce sync.Once
@@ -395,26 +652,30 @@ func file_phalanx_v1_plan_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_plan_proto_rawDescData
 }
 
-var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_phalanx_v1_plan_proto_goTypes = []any{
 	(*Plan)(nil),                // 0: phalanx.v1.Plan
-	(*Header)(nil),              // 1: phalanx.v1.Header
-	(*TLSOptions)(nil),          // 2: phalanx.v1.TLSOptions
-	(*Share)(nil),               // 3: phalanx.v1.Share
-	(*durationpb.Duration)(nil), // 4: google.protobuf.Duration
+	(*Request)(nil),             // 1: phalanx.v1.Request
+	(*Header)(nil),              // 2: phalanx.v1.Header
+	(*TLSOptions)(nil),          // 3: phalanx.v1.TLSOptions
+	(*Share)(nil),               // 4: phalanx.v1.Share
+	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_phalanx_v1_plan_proto_depIdxs = []int32{
-	1, // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
-	4, // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
-	4, // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
-	2, // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
-	4, // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
-	0, // 5: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	2, // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
+	5, // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
+	5, // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
+	3, // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
+	5, // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
+	5, // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
+	1, // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
+	2, // 7: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
+	0, // 8: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_plan_proto_init() }
@@ -428,7 +689,7 @@ func file_phalanx_v1_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_plan_proto_rawDesc), len(file_phalanx_v1_plan_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -35,8 +35,23 @@ type Counters struct {
 	// status maps an HTTP status code to its count of completed responses.
 	Status map[int32]int64 `protobuf:"bytes,4,rep,name=status,proto3" json:"status,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// errors maps an error kind (connect, tls, timeout, reset, closed,
-	// protocol) to its count of failed requests.
-	Errors        map[string]int64 `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// truncated, protocol, local) to its count of failed requests.
+	Errors map[string]int64 `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// connections_opened counts TCP connections opened (TLS handshaken).
+	ConnectionsOpened int64 `protobuf:"varint,6,opt,name=connections_opened,json=connectionsOpened,proto3" json:"connections_opened,omitempty"`
+	// reconnects counts connections reopened after the server closed one or
+	// after an error (not the one-per-request opens of no_keepalive).
+	Reconnects int64 `protobuf:"varint,7,opt,name=reconnects,proto3" json:"reconnects,omitempty"`
+	// retries counts requests sent again because the server never
+	// processed them (HTTP/2 GOAWAY above its last stream ID).
+	Retries int64 `protobuf:"varint,8,opt,name=retries,proto3" json:"retries,omitempty"`
+	// handshakes_full and handshakes_resumed count TLS handshakes.
+	HandshakesFull    int64 `protobuf:"varint,9,opt,name=handshakes_full,json=handshakesFull,proto3" json:"handshakes_full,omitempty"`
+	HandshakesResumed int64 `protobuf:"varint,10,opt,name=handshakes_resumed,json=handshakesResumed,proto3" json:"handshakes_resumed,omitempty"`
+	// tls counts negotiated parameters per connection, keyed
+	// "version:TLS 1.3", "cipher:TLS_AES_128_GCM_SHA256", "group:X25519",
+	// "alpn:h2".
+	Tls           map[string]int64 `protobuf:"bytes,11,rep,name=tls,proto3" json:"tls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -106,25 +121,171 @@ func (x *Counters) GetErrors() map[string]int64 {
 	return nil
 }
 
+func (x *Counters) GetConnectionsOpened() int64 {
+	if x != nil {
+		return x.ConnectionsOpened
+	}
+	return 0
+}
+
+func (x *Counters) GetReconnects() int64 {
+	if x != nil {
+		return x.Reconnects
+	}
+	return 0
+}
+
+func (x *Counters) GetRetries() int64 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *Counters) GetHandshakesFull() int64 {
+	if x != nil {
+		return x.HandshakesFull
+	}
+	return 0
+}
+
+func (x *Counters) GetHandshakesResumed() int64 {
+	if x != nil {
+		return x.HandshakesResumed
+	}
+	return 0
+}
+
+func (x *Counters) GetTls() map[string]int64 {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+// Histograms are the HdrHistograms of an interval or a run, each in
+// HdrHistogram's V2 compressed encoding, values in microseconds, all with
+// the same geometry (1 us to 24 h, 3 significant digits).
+type Histograms struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// latency: completed responses, from the request's start (its write, or
+	// its connect when it opened its connection) to its last body byte.
+	Latency []byte `protobuf:"bytes,1,opt,name=latency,proto3" json:"latency,omitempty"`
+	// connect: TCP connect time of new connections.
+	Connect []byte `protobuf:"bytes,2,opt,name=connect,proto3" json:"connect,omitempty"`
+	// tls_full and tls_resumed: TLS handshake time of new connections.
+	TlsFull    []byte `protobuf:"bytes,3,opt,name=tls_full,json=tlsFull,proto3" json:"tls_full,omitempty"`
+	TlsResumed []byte `protobuf:"bytes,4,opt,name=tls_resumed,json=tlsResumed,proto3" json:"tls_resumed,omitempty"`
+	// ttfb: time from the request's write to its first response byte.
+	Ttfb          []byte `protobuf:"bytes,5,opt,name=ttfb,proto3" json:"ttfb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Histograms) Reset() {
+	*x = Histograms{}
+	mi := &file_phalanx_v1_stats_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Histograms) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Histograms) ProtoMessage() {}
+
+func (x *Histograms) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_stats_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Histograms.ProtoReflect.Descriptor instead.
+func (*Histograms) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_stats_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Histograms) GetLatency() []byte {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+func (x *Histograms) GetConnect() []byte {
+	if x != nil {
+		return x.Connect
+	}
+	return nil
+}
+
+func (x *Histograms) GetTlsFull() []byte {
+	if x != nil {
+		return x.TlsFull
+	}
+	return nil
+}
+
+func (x *Histograms) GetTlsResumed() []byte {
+	if x != nil {
+		return x.TlsResumed
+	}
+	return nil
+}
+
+func (x *Histograms) GetTtfb() []byte {
+	if x != nil {
+		return x.Ttfb
+	}
+	return nil
+}
+
 var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\"\xc7\x02\n" +
+	"phalanx.v1\"\xf1\x04\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
 	"\n" +
 	"bytes_read\x18\x03 \x01(\x03R\tbytesRead\x128\n" +
 	"\x06status\x18\x04 \x03(\v2 .phalanx.v1.Counters.StatusEntryR\x06status\x128\n" +
-	"\x06errors\x18\x05 \x03(\v2 .phalanx.v1.Counters.ErrorsEntryR\x06errors\x1a9\n" +
+	"\x06errors\x18\x05 \x03(\v2 .phalanx.v1.Counters.ErrorsEntryR\x06errors\x12-\n" +
+	"\x12connections_opened\x18\x06 \x01(\x03R\x11connectionsOpened\x12\x1e\n" +
+	"\n" +
+	"reconnects\x18\a \x01(\x03R\n" +
+	"reconnects\x12\x18\n" +
+	"\aretries\x18\b \x01(\x03R\aretries\x12'\n" +
+	"\x0fhandshakes_full\x18\t \x01(\x03R\x0ehandshakesFull\x12-\n" +
+	"\x12handshakes_resumed\x18\n" +
+	" \x01(\x03R\x11handshakesResumed\x12/\n" +
+	"\x03tls\x18\v \x03(\v2\x1d.phalanx.v1.Counters.TlsEntryR\x03tls\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a6\n" +
+	"\bTlsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x90\x01\n" +
+	"\n" +
+	"Histograms\x12\x18\n" +
+	"\alatency\x18\x01 \x01(\fR\alatency\x12\x18\n" +
+	"\aconnect\x18\x02 \x01(\fR\aconnect\x12\x19\n" +
+	"\btls_full\x18\x03 \x01(\fR\atlsFull\x12\x1f\n" +
+	"\vtls_resumed\x18\x04 \x01(\fR\n" +
+	"tlsResumed\x12\x12\n" +
+	"\x04ttfb\x18\x05 \x01(\fR\x04ttfbB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_stats_proto_rawDescOnce sync.Once
@@ -138,20 +299,23 @@ func file_phalanx_v1_stats_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_stats_proto_rawDescData
 }
 
-var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_phalanx_v1_stats_proto_goTypes = []any{
-	(*Counters)(nil), // 0: phalanx.v1.Counters
-	nil,              // 1: phalanx.v1.Counters.StatusEntry
-	nil,              // 2: phalanx.v1.Counters.ErrorsEntry
+	(*Counters)(nil),   // 0: phalanx.v1.Counters
+	(*Histograms)(nil), // 1: phalanx.v1.Histograms
+	nil,                // 2: phalanx.v1.Counters.StatusEntry
+	nil,                // 3: phalanx.v1.Counters.ErrorsEntry
+	nil,                // 4: phalanx.v1.Counters.TlsEntry
 }
 var file_phalanx_v1_stats_proto_depIdxs = []int32{
-	1, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
-	2, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
+	3, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
+	4, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_stats_proto_init() }
@@ -165,7 +329,7 @@ func file_phalanx_v1_stats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_stats_proto_rawDesc), len(file_phalanx_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

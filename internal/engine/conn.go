@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// conn is one HTTP/1.1 connection slot: a goroutine that keeps one
+// connection open (reopening it after errors and server closes, or for every
+// request without keep-alive) and sends requests in closed loop.
+type conn struct {
+	e   *Engine
+	w   *worker
+	pos int // next position in e.sched
+
+	mu     sync.Mutex // guards nc, br and closed against stop()
+	nc     net.Conn
+	br     *bufio.Reader
+	closed bool
+
+	// Owned by the loop goroutine; read by Run after it exits.
+	issued   int64
+	inFlight int64
+	lastEnd  time.Time
+	dropped  bool // the last connection was lost: the next open is a reconnect
+	resp     response
+}
+
+// dialError is a failed connect or handshake.
+type dialError struct {
+	kind ErrorKind
+	err  error
+}
+
+func (d *dialError) Error() string { return d.err.Error() }
+func (d *dialError) Unwrap() error { return d.err }
+
+// dialConn opens a TCP connection and, for https, completes the TLS
+// handshake with w's configuration, timing both phases. The whole is
+// bounded by the plan's timeout.
+func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Conn, *tls.Conn, *connInfo, *dialError) {
+	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout)
+	defer cancel()
+	var d net.Dialer
+	t0 := time.Now()
+	raw, err := d.DialContext(ctx, "tcp", e.addr)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, nil, nil, &dialError{ErrTimeout, fmt.Errorf("connect %s: %w", e.addr, err)}
+		}
+		return nil, nil, nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
+	}
+	t1 := time.Now()
+	ci := &connInfo{connect: micros(t1.Sub(t0)), reconnect: reconnect}
+	if w.tlsConf == nil {
+		return raw, nil, ci, nil
+	}
+	tc := tls.Client(raw, w.tlsConf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, nil, nil, &dialError{ErrTimeout, fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
+		}
+		return nil, nil, nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
+	}
+	ci.handshake = micros(time.Since(t1))
+	describeTLS(ci, tc.ConnectionState())
+	return tc, tc, ci, nil
+}
+
+func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
+
+// dial opens a new connection and makes it current.
+func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError) {
+	nc, _, ci, derr := dialConn(ctx, c.e, c.w, reconnect)
+	if derr != nil {
+		return nil, derr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		nc.Close()
+		return nil, &dialError{ErrLocal, net.ErrClosed}
+	}
+	c.nc = nc
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(nc, 16<<10)
+	} else {
+		c.br.Reset(nc)
+	}
+	return ci, nil
+}
+
+// drop closes the current connection.
+func (c *conn) drop() {
+	c.mu.Lock()
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	c.mu.Unlock()
+}
+
+// outcome is how one request ended.
+type outcome struct {
+	start, end time.Time
+	status     int
+	kind       ErrorKind
+	failed     bool
+	bytes      int64
+	ttfb       time.Duration
+	conn       *connInfo // the connection this request opened, if any
+}
+
+// loop sends requests in closed loop from the start instant until the
+// window's end or the count runs out. A request that ends after the window
+// counts as in flight; none is issued after it.
+func (c *conn) loop() {
+	e := c.e
+	defer c.drop()
+	for !e.isStopped() {
+		t0 := time.Now()
+		if !e.windowEnd.IsZero() && !t0.Before(e.windowEnd) {
+			return
+		}
+		if !c.w.take() {
+			return
+		}
+		inWindow := !t0.Before(e.windowStart)
+		if inWindow {
+			c.issued++
+		}
+		e.noteSend(t0)
+		en := &e.entries[e.sched[c.pos]]
+		if c.pos++; c.pos == len(e.sched) {
+			c.pos = 0
+		}
+		o := c.do(t0, en)
+		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
+			if !inWindow {
+				c.issued++ // carried from the warm-up, in flight at the end
+			}
+			c.inFlight++
+			return
+		}
+		k := e.intervalOf(o.end)
+		if k >= 0 {
+			if !inWindow {
+				c.issued++ // issued in the warm-up, ended in the window
+			}
+			c.lastEnd = o.end
+		}
+		c.w.rec.record(k, &o)
+	}
+}
+
+// record records one request's outcome in interval k (k < 0: warm-up).
+func (r *recorder) record(k int, o *outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o.conn != nil {
+		r.recordConn(k, o.conn)
+	}
+	cnt := r.counts(k)
+	if o.failed {
+		cnt.Errors[o.kind]++
+		return
+	}
+	cnt.Requests++
+	cnt.BytesRead += o.bytes
+	cnt.Status[o.status]++
+	if k >= 0 {
+		s := r.slotFor(k)
+		s.hists.Latency.Record(o.end.Sub(o.start))
+		s.hists.TTFB.Record(o.ttfb)
+	}
+}
+
+// do performs one request, opening a connection first when there is none.
+// The request's latency and timeout run from t0, so a request that has to
+// open its connection includes the connect and handshake.
+func (c *conn) do(t0 time.Time, en *entry) outcome {
+	e := c.e
+	o := outcome{start: t0}
+	c.mu.Lock()
+	nc := c.nc
+	c.mu.Unlock()
+	if nc == nil {
+		reconnect := c.dropped && !e.plan.NoKeepAlive
+		c.dropped = false
+		ci, derr := c.dial(e.stopCtx, reconnect)
+		if derr != nil {
+			c.dropped = reconnect
+			o.end, o.failed, o.kind = time.Now(), true, derr.kind
+			return o
+		}
+		o.conn = ci
+		c.mu.Lock()
+		nc = c.nc
+		c.mu.Unlock()
+	}
+	_ = nc.SetDeadline(t0.Add(e.plan.Timeout))
+	if _, err := nc.Write(en.h1); err != nil {
+		return c.fail(o, classify(err, false))
+	}
+	tw := time.Now()
+	started := false
+	if err := readResponse(c.br, en.head, &c.resp, &started); err != nil {
+		return c.fail(o, classify(err, started))
+	}
+	o.end = time.Now()
+	if c.resp.status >= maxStatus {
+		return c.fail(o, ErrProtocol)
+	}
+	o.status, o.bytes = c.resp.status, c.resp.wireBytes
+	o.ttfb = c.resp.first.Sub(tw)
+	if c.resp.close || e.plan.NoKeepAlive {
+		c.drop()
+		c.dropped = c.resp.close && !e.plan.NoKeepAlive
+	}
+	return o
+}
+
+// fail abandons the connection after a failed request.
+func (c *conn) fail(o outcome, kind ErrorKind) outcome {
+	c.drop()
+	c.dropped = true
+	if o.end.IsZero() {
+		o.end = time.Now()
+	}
+	o.failed, o.kind = true, kind
+	return o
+}

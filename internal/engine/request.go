@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// entry is one request of the mix, serialized once for HTTP/1.1 and kept in
+// parts for HTTP/2.
+type entry struct {
+	method  string
+	uri     string // request target (path and query)
+	headers []plan.Header
+	body    []byte
+	h1      []byte // the whole HTTP/1.1 request, written as is
+	head    bool
+}
+
+// buildEntries serializes the plan's requests and returns the weighted
+// round-robin schedule: entry indexes in smooth weighted round-robin order
+// (nginx's algorithm), so that every connection cycling through it sends
+// each request in exact proportion to its weight.
+func buildEntries(p plan.Plan) ([]entry, []uint16, error) {
+	reqs := p.Entries()
+	if len(reqs) > 1<<16 {
+		return nil, nil, fmt.Errorf("request mix has %d entries: at most 65536", len(reqs))
+	}
+	var entries []entry
+	total := 0
+	for _, r := range reqs {
+		t, err := plan.ParseTarget(r.URL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("request %s %s: %w", r.Method, r.URL, err)
+		}
+		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD"}
+		en.h1 = buildRequest(p, t, r)
+		entries = append(entries, en)
+		total += max(r.Weight, 1)
+	}
+	if total > 1<<20 {
+		return nil, nil, fmt.Errorf("request mix weights sum to %d: at most 1048576", total)
+	}
+	sched := make([]uint16, 0, total)
+	current := make([]int, len(reqs))
+	for range total {
+		best := 0
+		for i, r := range reqs {
+			current[i] += max(r.Weight, 1)
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		sched = append(sched, uint16(best))
+	}
+	return entries, sched, nil
+}
+
+// buildRequest serializes one HTTP/1.1 request. The Host header is the
+// URL's (a Host header in the plan overrides it); Content-Length is set from
+// the body; with NoKeepAlive, Connection: close is sent unless the plan sets
+// a Connection header.
+func buildRequest(p plan.Plan, t plan.Target, r plan.Request) []byte {
+	b := make([]byte, 0, 256+len(r.Body))
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, t.RequestURI...)
+	b = append(b, " HTTP/1.1\r\n"...)
+	var hasHost, hasUA, hasConn bool
+	for _, h := range r.Headers {
+		switch {
+		case equalFold(h.Name, "host"):
+			hasHost = true
+		case equalFold(h.Name, "user-agent"):
+			hasUA = true
+		case equalFold(h.Name, "connection"):
+			hasConn = true
+		}
+	}
+	if !hasHost {
+		b = append(b, "Host: "...)
+		b = append(b, t.HostHeader...)
+		b = append(b, "\r\n"...)
+	}
+	if !hasUA {
+		b = append(b, "User-Agent: phalanx/"...)
+		b = append(b, Version...)
+		b = append(b, "\r\n"...)
+	}
+	if p.NoKeepAlive && !hasConn {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	for _, h := range r.Headers {
+		if equalFold(h.Name, "content-length") {
+			continue // set from the body below
+		}
+		b = append(b, h.Name...)
+		b = append(b, ": "...)
+		b = append(b, h.Value...)
+		b = append(b, "\r\n"...)
+	}
+	if len(r.Body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(r.Body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	b = append(b, r.Body...)
+	return b
+}
+
+func equalFold(a, lower string) bool { return asciiEqualFold([]byte(a), lower) }

@@ -1,0 +1,77 @@
+package plan
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func readFiles(files map[string]string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		if v, ok := files[name]; ok {
+			return []byte(v), nil
+		}
+		return nil, errors.New("open " + name + ": no such file")
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	in := `# index pages, as httpress users spread load
+GET https://app.test:8443/index1.html
+GET https://app.test:8443/index2.html weight=3
+
+POST https://app.test:8443/api header="Content-Type: application/json" header="X-A: b c" body=req.json weight=2
+`
+	got, err := ParseMix(strings.NewReader(in), readFiles(map[string]string{"req.json": `{"a":1}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Request{
+		{Method: "GET", URL: "https://app.test:8443/index1.html", Weight: 1},
+		{Method: "GET", URL: "https://app.test:8443/index2.html", Weight: 3},
+		{Method: "POST", URL: "https://app.test:8443/api", Weight: 2, Body: []byte(`{"a":1}`),
+			Headers: []Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-A", Value: "b c"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseMix =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestParseMixErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"GET", "mix line 1: want METHOD URL"},
+		{"GET ftp://x/", `mix line 1: url "ftp://x/": scheme "ftp" not supported`},
+		{"\nG T https://x/", "mix line 2"},
+		{"GET https://x/ weight=0", `weight "0": want an integer from 1 to 1000000`},
+		{"GET https://x/ body=missing", "mix line 1: body: open missing: no such file"},
+		{"GET https://x/ header=nocolon", `header "nocolon"`},
+		{"GET https://x/ color=red", `unknown option "color"`},
+		{`GET https://x/ header="A: b`, "unterminated quote"},
+		{"# only a comment", "mix holds no request"},
+	} {
+		_, err := ParseMix(strings.NewReader(tc.in), readFiles(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseMix(%q) = %v, want error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseMix(f *testing.F) {
+	f.Add("GET https://app.test/ weight=2\nPOST https://app.test/x header=\"A: b\" body=f")
+	f.Add("# c\n\nHEAD http://[::1]:80/")
+	f.Fuzz(func(t *testing.T, in string) {
+		reqs, err := ParseMix(strings.NewReader(in), readFiles(map[string]string{"f": "x"}))
+		if err != nil {
+			return
+		}
+		for _, r := range reqs {
+			if r.Weight < 1 || !validToken(r.Method) {
+				t.Fatalf("accepted %+v", r)
+			}
+			if _, err := ParseTarget(r.URL); err != nil {
+				t.Fatalf("accepted bad url %q", r.URL)
+			}
+		}
+	})
+}
