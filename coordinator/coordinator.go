@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,7 +183,9 @@ func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_R
 	return err
 }
 
-// toStatus maps run errors to gRPC status codes at the server boundary.
+// toStatus maps run errors to gRPC status codes at the server boundary. A
+// join of several errors (one per agent) becomes one status whose code is
+// the first one's and whose message lists every message once.
 func toStatus(err error) error {
 	var fe *plan.FieldError
 	switch {
@@ -193,8 +196,23 @@ func toStatus(err error) error {
 	case errors.Is(err, errNoAgents):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		code := codes.Unknown
+		var msgs []string
+		for _, e := range j.Unwrap() {
+			st := status.Convert(toStatus(e))
+			if code == codes.Unknown {
+				code = st.Code()
+			}
+			msgs = append(msgs, st.Message())
+		}
+		return status.Error(code, strings.Join(msgs, "; "))
+	}
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.FromContextError(err).Err()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(err).Err()
+	}
+	return status.Error(codes.Unknown, err.Error())
 }

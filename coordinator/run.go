@@ -292,10 +292,16 @@ func (c *Coordinator) prepare(ctx, prepCtx context.Context, r *agentRun) error {
 		return fmt.Errorf("agent %s: not ready: %w", name, prepCtx.Err())
 	case rv := <-ch:
 		if rv.err != nil {
-			if st, ok := status.FromError(rv.err); ok {
+			st := status.Convert(rv.err)
+			switch st.Code() {
+			case codes.InvalidArgument, codes.FailedPrecondition:
 				return status.Error(st.Code(), st.Message())
+			case codes.Unavailable:
+				// The agent could not reach the target (its message names
+				// the agent and the cause), or the agent itself vanished.
+				return status.Error(codes.FailedPrecondition, st.Message())
 			}
-			return fmt.Errorf("agent %s: %w", name, rv.err)
+			return status.Errorf(codes.Aborted, "agent %s: %s", name, st.Message())
 		}
 		if r.ready = rv.msg.GetReady(); r.ready == nil {
 			return fmt.Errorf("agent %s: expected ready, got %T", name, rv.msg.GetMsg())

@@ -30,14 +30,19 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 	if err != nil {
 		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 	}
+	started := false
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
 			return nil, fmt.Errorf("coordinator %s ended the run without a result", addr)
 		}
 		if err != nil {
-			return nil, &prefixedError{"run on coordinator " + addr, err}
+			if started {
+				return nil, &prefixedError{"lost the coordinator " + addr + " during the run", err}
+			}
+			return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 		}
+		started = true
 		switch m := msg.Msg.(type) {
 		case *pb.RunPlanResponse_Progress:
 			printProgress(m.Progress)

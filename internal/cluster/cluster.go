@@ -39,8 +39,16 @@ type Config struct {
 
 // Cluster is one member of the gossip cluster.
 type Cluster struct {
-	ml  *memberlist.Memberlist
-	cfg Config
+	ml   *memberlist.Memberlist
+	cfg  Config
+	addr string // bound gossip address, fixed at New
+
+	// members mirrors memberlist's live members, maintained by its event
+	// callbacks: memberlist rewrites a Node's Meta in place without a lock
+	// (hashicorp/memberlist#306), so Node values must not be read outside
+	// those callbacks.
+	mu      sync.Mutex
+	members map[string]*pb.NodeMeta
 
 	shutdownOnce sync.Once
 }
@@ -76,21 +84,23 @@ func New(cfg Config) (*Cluster, error) {
 	mc.BindAddr = host
 	mc.BindPort = port
 	mc.AdvertisePort = port
+	c := &Cluster{cfg: cfg, members: map[string]*pb.NodeMeta{}}
 	mc.Delegate = &delegate{meta: cfg.Meta, logger: cfg.Logger}
+	mc.Events = &events{c: c}
 	mc.Logger = log.New(&logWriter{l: cfg.Logger.With("component", "memberlist")}, "", 0)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("start gossip on %s: %w", cfg.BindAddr, err)
 	}
-	return &Cluster{ml: ml, cfg: cfg}, nil
+	n := ml.LocalNode()
+	c.ml = ml
+	c.addr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	return c, nil
 }
 
 // Addr returns the gossip address other members join (host:port actually
 // bound and advertised).
-func (c *Cluster) Addr() string {
-	n := c.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
-}
+func (c *Cluster) Addr() string { return c.addr }
 
 // Join contacts the given members, retrying every second until at least one
 // answers or ctx ends. It returns the number of members contacted.
@@ -113,22 +123,45 @@ func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {
 }
 
 // Members returns the live members' metas (this member included), sorted by
-// name. Members whose meta cannot be decoded are skipped.
+// name. Members whose meta cannot be decoded are left out.
 func (c *Cluster) Members() []*pb.NodeMeta {
-	var out []*pb.NodeMeta
-	for _, n := range c.ml.Members() {
-		m := &pb.NodeMeta{}
-		if err := proto.Unmarshal(n.Meta, m); err != nil {
-			c.cfg.Logger.Warn("bad node meta", "node", n.Name, "err", err)
-			continue
-		}
-		if m.GetName() == "" {
-			m.Name = n.Name
-		}
-		out = append(out, m)
+	c.mu.Lock()
+	out := make([]*pb.NodeMeta, 0, len(c.members))
+	for _, m := range c.members {
+		out = append(out, proto.Clone(m).(*pb.NodeMeta))
 	}
+	c.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
+}
+
+// events keeps Cluster.members from memberlist's callbacks, which run
+// under memberlist's lock and must not call back into it.
+type events struct{ c *Cluster }
+
+func (e *events) NotifyJoin(n *memberlist.Node)   { e.c.setMember(n) }
+func (e *events) NotifyUpdate(n *memberlist.Node) { e.c.setMember(n) }
+func (e *events) NotifyLeave(n *memberlist.Node) {
+	e.c.mu.Lock()
+	delete(e.c.members, n.Name)
+	e.c.mu.Unlock()
+}
+
+func (c *Cluster) setMember(n *memberlist.Node) {
+	m := &pb.NodeMeta{}
+	if err := proto.Unmarshal(n.Meta, m); err != nil {
+		c.cfg.Logger.Warn("bad node meta", "node", n.Name, "err", err)
+		c.mu.Lock()
+		delete(c.members, n.Name)
+		c.mu.Unlock()
+		return
+	}
+	if m.GetName() == "" {
+		m.Name = n.Name
+	}
+	c.mu.Lock()
+	c.members[n.Name] = m
+	c.mu.Unlock()
 }
 
 // UpdateMeta gossips the member's new meta (as returned by Config.Meta).
