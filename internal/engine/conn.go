@@ -124,6 +124,7 @@ type outcome struct {
 	bytes      int64
 	ttfb       time.Duration
 	conn       *connInfo // the connection this request opened, if any
+	retried    bool      // sent twice: the server did not process the first
 }
 
 // loop sends requests in closed loop from the start instant until the
@@ -176,6 +177,9 @@ func (r *recorder) record(k int, o *outcome) {
 		r.recordConn(k, o.conn)
 	}
 	cnt := r.counts(k)
+	if o.retried {
+		cnt.Retries++
+	}
 	if o.failed {
 		cnt.Errors[o.kind]++
 		return

@@ -87,6 +87,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Share.Connections < 1 {
 		return nil, fmt.Errorf("share has %d connections: want at least 1", cfg.Share.Connections)
 	}
+	if (p.Requests > 0) != (cfg.Share.Requests > 0) || cfg.Share.Requests > p.Requests {
+		return nil, fmt.Errorf("share has %d of the plan's %d requests: count mode needs a positive part", cfg.Share.Requests, p.Requests)
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -100,9 +103,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	t, err := plan.ParseTarget(p.URL)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", p.URL, err)
-	}
-	if p.HTTP2 {
-		return nil, fmt.Errorf("http2: not supported by this agent version")
 	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{})}
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())

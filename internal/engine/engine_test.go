@@ -28,7 +28,7 @@ func tlsTarget(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int6
 func newEngine(t *testing.T, p plan.Plan, conns int) *Engine {
 	t.Helper()
 	p.SetDefaults()
-	e, err := New(context.Background(), Config{Share: plan.Share{RunID: "t", Plan: p, Count: 1, Connections: conns}, Workers: 2})
+	e, err := New(context.Background(), Config{Share: plan.Share{RunID: "t", Plan: p, Count: 1, Connections: conns, Requests: p.Requests}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +126,49 @@ func TestCertificateVerifiedByDefault(t *testing.T) {
 	prep, err := e.Prepare(context.Background())
 	if err == nil || prep.Errors["tls"] != 1 {
 		t.Fatalf("Prepare against an untrusted cert = %+v, %v; want a tls error", prep, err)
+	}
+}
+
+func TestHTTP2Streams(t *testing.T) {
+	var n atomic.Int64
+	var maxActive, active atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		a := active.Add(1)
+		for {
+			m := maxActive.Load()
+			if a <= m || maxActive.CompareAndSwap(m, a) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+		active.Add(-1)
+		if r.ProtoMajor != 2 {
+			w.WriteHeader(500)
+			return
+		}
+		w.Write([]byte("h2 body"))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, HTTP2: true, MaxStreams: 5, Requests: 500, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total Counts
+	res, err := e.Run(context.Background(), time.Now(), func(iv Interval) { total.Add(&iv.Counts) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.Requests != 500 || total.Status[200] != 500 || n.Load() != 500 || res.Issued != 500 {
+		t.Fatalf("requests %d, 200s %d, server %d, issued %d; errors %v", total.Requests, total.Status[200], n.Load(), res.Issued, total.ErrorMap())
+	}
+	if total.ConnectionsOpened != 2 || total.TLS["alpn:h2"] != 2 {
+		t.Errorf("connections %d, tls %v", total.ConnectionsOpened, total.TLS)
+	}
+	if res.MaxStreams != 5 || maxActive.Load() < 6 || maxActive.Load() > 10 {
+		t.Errorf("effective streams %d, server saw at most %d concurrent, want 5 per connection", res.MaxStreams, maxActive.Load())
 	}
 }

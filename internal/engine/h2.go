@@ -1,23 +1,710 @@
 package engine
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+
+	"net"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/phalanxload/phalanx/internal/plan"
 )
 
-// h2conn is one HTTP/2 connection slot. (Placeholder until the HTTP/2
-// client lands: New rejects HTTP/2 plans before one is built.)
+// HTTP/2 client on golang.org/x/net/http2's Framer, as h2load does it: each
+// connection slot keeps one connection (session) with up to MaxStreams
+// closed-loop stream slots, capped by the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 section 5.1.2). Header blocks
+// are HPACK-encoded once per request, as never-indexed literals, so they
+// reference no dynamic table state and can be written as they are. On
+// GOAWAY (RFC 9113 section 6.8) the session takes no new streams; streams
+// above the last stream ID, which the server did not process, are sent once
+// more on a new connection and counted as retries.
+
+const (
+	h2StreamWindow = 16 << 20 // our SETTINGS_INITIAL_WINDOW_SIZE
+	h2ConnWindow   = 1 << 30  // our connection receive window
+	h2UpdateAt     = 8 << 20  // send WINDOW_UPDATE after this many bytes
+)
+
+// errH2Refused marks a stream the server never processed (above a GOAWAY's
+// last stream ID, or REFUSED_STREAM): safe to send again.
+var errH2Refused = errors.New("http2: stream not processed by the server")
+
+// errH2NotSent marks a request that found its session going away before
+// it was sent: it goes to another session, and is no retry.
+var errH2NotSent = errors.New("http2: session going away")
+
+// errH2Closed ends streams still open when a session closes.
+var errH2Closed = errors.New("http2: connection closed")
+
+// h2conn is one HTTP/2 connection slot.
 type h2conn struct {
-	e        *Engine
-	w        *worker
+	e   *Engine
+	w   *worker
+	pos atomic.Int64 // next position in e.sched, shared by the slot's streams
+
+	mu      sync.Mutex // guards cur, closed, dialing
+	cond    *sync.Cond
+	cur     *h2session
+	closed  bool
+	dialing bool
+	dropped bool // a session was lost: the next dial is a reconnect
+
 	issued   atomic.Int64
 	inFlight atomic.Int64
+	lastEnd  atomic.Int64 // unix nanos of the last in-window end
+	mono0    time.Time    // reference for lastEnd
 }
 
-func newH2Conn(e *Engine, w *worker, _ int) *h2conn { return &h2conn{e: e, w: w} }
+func newH2Conn(e *Engine, w *worker, idx int) *h2conn {
+	c := &h2conn{e: e, w: w, mono0: time.Now()}
+	c.pos.Store(int64(idx % len(e.sched)))
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
 
-func (c *h2conn) dial(context.Context, bool) (*connInfo, *dialError) { return nil, nil }
-func (c *h2conn) loop()                                              {}
-func (c *h2conn) close()                                             {}
-func (c *h2conn) lastEndTime() time.Time                             { return time.Time{} }
+func (c *h2conn) lastEndTime() time.Time {
+	ns := c.lastEnd.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return c.mono0.Add(time.Duration(ns))
+}
+
+// dial opens a session and makes it current (used by Prepare).
+func (c *h2conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError) {
+	s, ci, derr := c.newSession(ctx, reconnect)
+	if derr != nil {
+		return nil, derr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		s.close(net.ErrClosed)
+		return nil, &dialError{ErrLocal, net.ErrClosed}
+	}
+	c.cur = s
+	return ci, nil
+}
+
+func (c *h2conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	s := c.cur
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if s != nil {
+		s.close(net.ErrClosed)
+	}
+}
+
+// session returns the current usable session, dialling one (one dial at a
+// time per slot) when there is none. ci is set when this call dialled.
+func (c *h2conn) session() (*h2session, *connInfo, *dialError) {
+	c.mu.Lock()
+	for {
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, &dialError{ErrLocal, net.ErrClosed}
+		}
+		if s := c.cur; s != nil && s.usable() {
+			c.mu.Unlock()
+			return s, nil, nil
+		}
+		if !c.dialing {
+			break
+		}
+		c.cond.Wait()
+	}
+	c.dialing = true
+	reconnect := c.dropped && !c.e.plan.NoKeepAlive
+	c.dropped = false
+	c.mu.Unlock()
+
+	s, ci, derr := c.newSession(c.e.stopCtx, reconnect)
+
+	c.mu.Lock()
+	c.dialing = false
+	c.cond.Broadcast()
+	if derr != nil {
+		c.dropped = reconnect
+		c.mu.Unlock()
+		return nil, nil, derr
+	}
+	if c.closed {
+		c.mu.Unlock()
+		s.close(net.ErrClosed)
+		return nil, nil, &dialError{ErrLocal, net.ErrClosed}
+	}
+	c.cur = s
+	c.mu.Unlock()
+	return s, ci, nil
+}
+
+// sessionLost notes that s failed, so the next dial is a reconnect.
+func (c *h2conn) sessionLost(s *h2session) {
+	c.mu.Lock()
+	if c.cur == s {
+		c.cur = nil
+		c.dropped = true
+	}
+	c.mu.Unlock()
+}
+
+// loop runs the slot's stream slots until the window ends or the count
+// runs out.
+func (c *h2conn) loop() {
+	n := int(c.e.maxStreams.Load())
+	if c.e.plan.NoKeepAlive {
+		n = 1
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.streamLoop()
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	s := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.close(net.ErrClosed)
+	}
+}
+
+// streamLoop is one closed-loop stream slot.
+func (c *h2conn) streamLoop() {
+	e := c.e
+	for !e.isStopped() {
+		t0 := time.Now()
+		if !e.windowEnd.IsZero() && !t0.Before(e.windowEnd) {
+			return
+		}
+		if !c.w.take() {
+			return
+		}
+		inWindow := !t0.Before(e.windowStart)
+		if inWindow {
+			c.issued.Add(1)
+		}
+		e.noteSend(t0)
+		pos := c.pos.Add(1) - 1
+		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
+		o := c.do(t0, en)
+		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
+			if !inWindow {
+				c.issued.Add(1)
+			}
+			c.inFlight.Add(1)
+			return
+		}
+		k := e.intervalOf(o.end)
+		if k >= 0 {
+			if !inWindow {
+				c.issued.Add(1)
+			}
+			for {
+				old := c.lastEnd.Load()
+				v := int64(o.end.Sub(c.mono0))
+				if v <= old || c.lastEnd.CompareAndSwap(old, v) {
+					break
+				}
+			}
+		}
+		c.w.rec.record(k, &o)
+	}
+}
+
+// do performs one request on a stream, retrying once on a new connection
+// when the server did not process it.
+func (c *h2conn) do(t0 time.Time, en *entry) outcome {
+	o := outcome{start: t0}
+	deadline := t0.Add(c.e.plan.Timeout)
+	for attempt := 0; ; attempt++ {
+		s, ci, derr := c.session()
+		if ci != nil && o.conn == nil {
+			o.conn = ci
+		}
+		if derr != nil {
+			o.end, o.failed, o.kind = time.Now(), true, derr.kind
+			return o
+		}
+		status, bytes, ttfb, kind, err := s.roundTrip(en, deadline)
+		if c.e.plan.NoKeepAlive {
+			s.close(nil)
+			c.sessionLost(s)
+		}
+		if errors.Is(err, errH2NotSent) {
+			attempt--
+			continue
+		}
+		if errors.Is(err, errH2Refused) && attempt == 0 {
+			o.retried = true
+			continue
+		}
+		o.end = time.Now()
+		if err != nil {
+			if !s.usable() {
+				c.sessionLost(s)
+			}
+			o.failed, o.kind = true, kind
+			return o
+		}
+		o.status, o.bytes, o.ttfb = status, bytes, ttfb
+		return o
+	}
+}
+
+// h2session is one HTTP/2 connection.
+type h2session struct {
+	c   *h2conn
+	nc  net.Conn
+	bw  *bufio.Writer
+	fr  *http2.Framer
+	wmu sync.Mutex // serializes frame writes
+
+	mu          sync.Mutex // guards everything below
+	cond        *sync.Cond
+	streams     map[uint32]*h2stream
+	nextID      uint32
+	active      int
+	limit       int // effective concurrent streams
+	goaway      bool
+	dead        bool
+	err         error
+	peerWindow  int32 // peer's initial stream window (for request bodies)
+	sendWindow  int64 // connection send window
+	maxFrame    uint32
+	connUnacked uint32
+}
+
+// h2stream is one request's stream.
+type h2stream struct {
+	id         uint32
+	done       chan struct{}
+	status     int
+	bytes      int64
+	first      time.Time
+	gotHeaders bool
+	err        error
+	kind       ErrorKind
+	sendWindow int64
+	unacked    uint32
+}
+
+// newSession dials, checks ALPN h2 and exchanges the connection preface.
+func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *connInfo, *dialError) {
+	nc, tc, ci, derr := dialConn(ctx, c.e, c.w, reconnect)
+	if derr != nil {
+		return nil, nil, derr
+	}
+	if tc == nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+		nc.Close()
+		return nil, nil, &dialError{ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
+	}
+	s := &h2session{
+		c: c, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
+		limit: int(c.e.maxStreams.Load()), peerWindow: 65535, sendWindow: 65535, maxFrame: 16384,
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 32<<10))
+	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	s.fr.SetMaxReadFrameSize(1 << 20)
+	_ = nc.SetDeadline(time.Now().Add(c.e.plan.Timeout))
+	_, err := s.bw.WriteString(http2.ClientPreface)
+	if err == nil {
+		err = s.fr.WriteSettings(
+			http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+			http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+			http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20},
+		)
+	}
+	if err == nil {
+		err = s.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	}
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	_ = nc.SetDeadline(time.Time{})
+	if err != nil {
+		nc.Close()
+		return nil, nil, &dialError{classify(err, false), fmt.Errorf("http2 preface to %s: %w", c.e.addr, err)}
+	}
+	go s.readLoop()
+	return s, ci, nil
+}
+
+// usable reports whether new streams may start on s.
+func (s *h2session) usable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.dead && !s.goaway
+}
+
+// close ends the session, failing open streams with err (nil: closed).
+func (s *h2session) close(err error) {
+	s.fail(err, true)
+}
+
+// fail marks the session dead and ends every open stream.
+func (s *h2session) fail(err error, closeConn bool) {
+	if err == nil {
+		err = errH2Closed
+	}
+	s.mu.Lock()
+	if !s.dead {
+		s.dead = true
+		s.err = err
+		for id, st := range s.streams {
+			kind := ErrClosed
+			if st.gotHeaders {
+				kind = ErrTruncated
+			}
+			s.endStreamLocked(id, st, err, kind)
+		}
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	if closeConn {
+		s.nc.Close()
+	}
+}
+
+// endStreamLocked completes a stream. Called with s.mu held.
+func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind ErrorKind) {
+	if _, ok := s.streams[id]; !ok {
+		return
+	}
+	delete(s.streams, id)
+	st.err, st.kind = err, kind
+	s.active--
+	s.cond.Broadcast()
+	close(st.done)
+	if s.goaway && s.active == 0 && !s.dead {
+		// Drained after GOAWAY: nothing more will use this connection.
+		go s.close(nil)
+	}
+}
+
+// roundTrip sends one request on a new stream and waits for its end or
+// the deadline.
+func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBytes int64, ttfb time.Duration, kind ErrorKind, err error) {
+	s.mu.Lock()
+	for !s.dead && !s.goaway && s.active >= s.limit {
+		s.cond.Wait()
+	}
+	if s.dead || s.goaway {
+		s.mu.Unlock()
+		return 0, 0, 0, 0, errH2NotSent
+	}
+	s.active++ // the slot is ours; the stream ID comes with the write lock
+	s.mu.Unlock()
+
+	// Stream IDs must open in increasing order (RFC 9113 section 5.1.1):
+	// assign the ID under the write lock, right before the HEADERS.
+	s.wmu.Lock()
+	s.mu.Lock()
+	if s.dead {
+		s.active--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		s.wmu.Unlock()
+		return 0, 0, 0, 0, errH2NotSent
+	}
+	st := &h2stream{id: s.nextID, done: make(chan struct{}), sendWindow: int64(s.peerWindow)}
+	s.nextID += 2
+	s.streams[st.id] = st
+	s.mu.Unlock()
+	_ = s.nc.SetWriteDeadline(deadline)
+	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: en.h2, EndStream: len(en.body) == 0, EndHeaders: true})
+	if err == nil && len(en.body) > 0 {
+		err = s.writeBody(st, en.body, deadline)
+	}
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	s.wmu.Unlock()
+	tw := time.Now()
+	if err != nil {
+		s.fail(err, true)
+		return 0, 0, 0, classify(err, false), err
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	select {
+	case <-st.done:
+		timer.Stop()
+	case <-timer.C:
+		s.mu.Lock()
+		s.endStreamLocked(st.id, st, errTimeout, ErrTimeout)
+		s.mu.Unlock()
+		s.wmu.Lock()
+		_ = s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
+		_ = s.bw.Flush()
+		s.wmu.Unlock()
+		<-st.done
+	}
+	if st.err != nil {
+		return 0, st.bytes, 0, st.kind, st.err
+	}
+	return st.status, st.bytes, st.first.Sub(tw), 0, nil
+}
+
+var errTimeout = errors.New("http2: stream timed out")
+
+// writeBody writes a request body within the peer's flow-control windows.
+// Called with wmu held.
+func (s *h2session) writeBody(st *h2stream, body []byte, deadline time.Time) error {
+	wake := time.AfterFunc(time.Until(deadline), func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer wake.Stop()
+	for len(body) > 0 {
+		s.mu.Lock()
+		for !s.dead && (s.sendWindow <= 0 || st.sendWindow <= 0) {
+			if time.Now().After(deadline) {
+				s.mu.Unlock()
+				return errTimeout
+			}
+			s.wmu.Unlock()
+			s.cond.Wait()
+			s.mu.Unlock()
+			s.wmu.Lock()
+			s.mu.Lock()
+		}
+		if s.dead {
+			s.mu.Unlock()
+			return s.err
+		}
+		n := min(int64(len(body)), s.sendWindow, st.sendWindow, int64(s.maxFrame))
+		s.sendWindow -= n
+		st.sendWindow -= n
+		s.mu.Unlock()
+		if err := s.fr.WriteData(st.id, int(n) == len(body), body[:n]); err != nil {
+			return err
+		}
+		body = body[n:]
+	}
+	return nil
+}
+
+// readLoop reads frames until the connection fails or closes.
+func (s *h2session) readLoop() {
+	for {
+		f, err := s.fr.ReadFrame()
+		if err != nil {
+			s.fail(err, true)
+			return
+		}
+		if err := s.handle(f); err != nil {
+			s.fail(err, true)
+			return
+		}
+	}
+}
+
+// handle processes one frame from the server.
+func (s *h2session) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		s.mu.Lock()
+		err := f.ForeachSetting(func(set http2.Setting) error {
+			switch set.ID {
+			case http2.SettingMaxConcurrentStreams:
+				s.limit = min(int(s.c.e.maxStreams.Load()), int(set.Val))
+				s.c.e.noteMaxStreams(s.limit)
+			case http2.SettingInitialWindowSize:
+				delta := int64(set.Val) - int64(s.peerWindow)
+				s.peerWindow = int32(set.Val)
+				for _, st := range s.streams {
+					st.sendWindow += delta
+				}
+			case http2.SettingMaxFrameSize:
+				s.maxFrame = set.Val
+			}
+			return nil
+		})
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return s.write(func() error { return s.fr.WriteSettingsAck() })
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return s.write(func() error { return s.fr.WritePing(true, f.Data) })
+	case *http2.GoAwayFrame:
+		s.mu.Lock()
+		s.goaway = true
+		for id, st := range s.streams {
+			if id > f.LastStreamID {
+				s.endStreamLocked(id, st, errH2Refused, ErrClosed)
+			}
+		}
+		if s.active == 0 && !s.dead {
+			go s.close(nil)
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		s.c.sessionLost(s)
+	case *http2.WindowUpdateFrame:
+		s.mu.Lock()
+		if f.StreamID == 0 {
+			s.sendWindow += int64(f.Increment)
+		} else if st := s.streams[f.StreamID]; st != nil {
+			st.sendWindow += int64(f.Increment)
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	case *http2.MetaHeadersFrame:
+		s.mu.Lock()
+		st := s.streams[f.StreamID]
+		if st == nil {
+			s.mu.Unlock()
+			return nil // a stream we gave up on (timeout)
+		}
+		st.bytes += int64(9 + f.Length)
+		if !st.gotHeaders {
+			code, err := strconv.Atoi(f.PseudoValue("status"))
+			if err != nil || code < 100 || code >= maxStatus {
+				s.endStreamLocked(f.StreamID, st, &protocolError{"bad :status"}, ErrProtocol)
+				s.mu.Unlock()
+				return nil
+			}
+			if code < 200 {
+				s.mu.Unlock()
+				return nil // interim response: the final one follows
+			}
+			st.status, st.gotHeaders, st.first = code, true, time.Now()
+		}
+		if f.StreamEnded() {
+			s.endStreamLocked(f.StreamID, st, nil, 0)
+		}
+		s.mu.Unlock()
+	case *http2.DataFrame:
+		n := uint32(f.Length)
+		s.mu.Lock()
+		st := s.streams[f.StreamID]
+		var streamUpdate uint32
+		if st != nil {
+			st.bytes += int64(9 + n)
+			st.unacked += n
+			if st.unacked >= h2UpdateAt && !f.StreamEnded() {
+				streamUpdate, st.unacked = st.unacked, 0
+			}
+			if f.StreamEnded() {
+				s.endStreamLocked(f.StreamID, st, nil, 0)
+			}
+		}
+		s.connUnacked += n
+		connUpdate := uint32(0)
+		if s.connUnacked >= h2UpdateAt {
+			connUpdate, s.connUnacked = s.connUnacked, 0
+		}
+		s.mu.Unlock()
+		if connUpdate > 0 || streamUpdate > 0 {
+			return s.write(func() error {
+				if connUpdate > 0 {
+					if err := s.fr.WriteWindowUpdate(0, connUpdate); err != nil {
+						return err
+					}
+				}
+				if streamUpdate > 0 {
+					return s.fr.WriteWindowUpdate(f.StreamID, streamUpdate)
+				}
+				return nil
+			})
+		}
+	case *http2.RSTStreamFrame:
+		s.mu.Lock()
+		if st := s.streams[f.StreamID]; st != nil {
+			if f.ErrCode == http2.ErrCodeRefusedStream {
+				s.endStreamLocked(f.StreamID, st, errH2Refused, ErrClosed)
+			} else {
+				s.endStreamLocked(f.StreamID, st, fmt.Errorf("http2: stream reset by server: %v", f.ErrCode), ErrReset)
+			}
+		}
+		s.mu.Unlock()
+	case *http2.PushPromiseFrame:
+		return &protocolError{"push promise although push is disabled"}
+	}
+	return nil
+}
+
+// write runs one frame write under the write lock and flushes.
+func (s *h2session) write(f func() error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := f(); err != nil {
+		return err
+	}
+	return s.bw.Flush()
+}
+
+// noteMaxStreams lowers the effective streams per connection to n.
+func (e *Engine) noteMaxStreams(n int) {
+	for {
+		cur := e.maxStreams.Load()
+		if int32(n) >= cur || e.maxStreams.CompareAndSwap(cur, int32(n)) {
+			return
+		}
+	}
+}
+
+// buildH2Block encodes a request's header block.
+func buildH2Block(p plan.Plan, t plan.Target, r plan.Request) []byte {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	enc.SetMaxDynamicTableSizeLimit(0)
+	authority := t.HostHeader
+	for _, h := range r.Headers {
+		if equalFold(h.Name, "host") {
+			authority = h.Value
+		}
+	}
+	field := func(name, value string) {
+		_ = enc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: true})
+	}
+	field(":method", r.Method)
+	field(":scheme", "https")
+	field(":authority", authority)
+	field(":path", t.RequestURI)
+	hasUA := false
+	for _, h := range r.Headers {
+		name := strings.ToLower(h.Name)
+		switch name {
+		case "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length":
+			continue // connection-specific or set below (RFC 9113 8.2.2)
+		case "user-agent":
+			hasUA = true
+		}
+		field(name, h.Value)
+	}
+	if !hasUA {
+		field("user-agent", "phalanx/"+Version)
+	}
+	if len(r.Body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
+		field("content-length", strconv.Itoa(len(r.Body)))
+	}
+	return buf.Bytes()
+}

@@ -15,6 +15,7 @@ type entry struct {
 	headers []plan.Header
 	body    []byte
 	h1      []byte // the whole HTTP/1.1 request, written as is
+	h2      []byte // the HTTP/2 header block (HPACK, no dynamic table)
 	head    bool
 }
 
@@ -36,6 +37,9 @@ func buildEntries(p plan.Plan) ([]entry, []uint16, error) {
 		}
 		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD"}
 		en.h1 = buildRequest(p, t, r)
+		if p.HTTP2 {
+			en.h2 = buildH2Block(p, t, r)
+		}
 		entries = append(entries, en)
 		total += max(r.Weight, 1)
 	}
