@@ -53,6 +53,9 @@ type Config struct {
 	// CPUs is the number of CPUs the engine may use. Default
 	// runtime.GOMAXPROCS(0).
 	CPUs int
+	// CPUList names the CPUs the process is pinned to (taskset -c syntax),
+	// for the report; empty when not pinned.
+	CPUList string
 	// LAN selects memberlist's LAN timings (default: local timings).
 	LAN bool
 	// Clock is the agent's wall clock. Default time.Now, shifted by
@@ -70,9 +73,10 @@ type Agent struct {
 	cluster *cluster.Cluster
 	log     *slog.Logger
 
-	mu    sync.Mutex // guards state and runID
-	state pb.AgentState
-	runID string
+	mu        sync.Mutex // guards state, runID and runCancel
+	state     pb.AgentState
+	runID     string
+	runCancel context.CancelFunc // ends the share in progress
 
 	// gossipState is signalled (never blocking) when state changes; a
 	// goroutine of Run pushes the new meta, since memberlist's UpdateNode
@@ -218,6 +222,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-ctx.Done()
+		a.mu.Lock()
+		if a.runCancel != nil {
+			a.runCancel() // stop load first: shutdown must not wait for a share
+		}
+		a.mu.Unlock()
 		if err := a.cluster.Leave(time.Second); err != nil {
 			a.log.Warn("leave", "err", err)
 		}
@@ -255,19 +264,19 @@ func (a *Agent) setState(s pb.AgentState) {
 }
 
 // acquire claims the agent for a run; it fails when another run holds it.
-func (a *Agent) acquire(runID string) error {
+func (a *Agent) acquire(runID string, cancel context.CancelFunc) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.runID != "" {
 		return status.Errorf(codes.FailedPrecondition, "agent %s is busy with run %s", a.cfg.Name, a.runID)
 	}
-	a.runID = runID
+	a.runID, a.runCancel = runID, cancel
 	return nil
 }
 
 func (a *Agent) release() {
 	a.mu.Lock()
-	a.runID = ""
+	a.runID, a.runCancel = "", nil
 	a.mu.Unlock()
 	a.setState(pb.AgentState_AGENT_STATE_IDLE)
 }
@@ -279,7 +288,8 @@ func (s *service) Run(stream pb.AgentService_RunServer) error {
 
 // runShare runs one share over its Run stream.
 func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
-	ctx := stream.Context()
+	ctx, cancelShare := context.WithCancel(stream.Context())
+	defer cancelShare()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -289,7 +299,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return status.Error(codes.InvalidArgument, "run stream: first message must be setup")
 	}
 	share := wire.ShareFromProto(setup)
-	if err := a.acquire(share.RunID); err != nil {
+	if err := a.acquire(share.RunID, cancelShare); err != nil {
 		return err
 	}
 	defer a.release()
@@ -306,7 +316,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return status.Errorf(codes.Unavailable, "agent %s: %v", a.cfg.Name, err)
 	}
 	if err := stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Ready{Ready: &pb.Ready{
-		Connections: int64(prep.Connections), UsableCpus: int32(a.cfg.CPUs), Errors: prep.Errors,
+		Connections: int64(prep.Connections), UsableCpus: int32(a.cfg.CPUs), Errors: prep.Errors, CpuList: a.cfg.CPUList,
 	}}}); err != nil {
 		return err
 	}

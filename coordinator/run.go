@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"time"
 
@@ -146,7 +147,7 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 	deadline := time.NewTimer(time.Until(startAt.Add(p.Warmup + limit + p.Timeout + 10*time.Second)))
 	defer deadline.Stop()
 
-	m := newMerger(len(runs))
+	m := newMerger(p, len(runs))
 	pending := len(runs)
 	for pending > 0 {
 		var ev event
@@ -189,7 +190,7 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 		}
 		switch msg := ev.msg.Msg.(type) {
 		case *pb.RunResponse_Interval:
-			pr, err := m.add(msg.Interval)
+			pr, err := m.add(ev.agent, r.cpus, startAt.Add(r.offset+p.Warmup), msg.Interval)
 			if err != nil {
 				r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), err)
 				pending--
@@ -356,6 +357,10 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 		return nil, status.Errorf(codes.Internal, "encode merged histograms: %v", err)
 	}
 	res.Histograms = hs
+	res.Timeline = m.timeline()
+	if res.Stages, err = m.stageResults(); err != nil {
+		return nil, status.Errorf(codes.Internal, "encode stage histograms: %v", err)
+	}
 	res.Warmup = &pb.Counters{}
 	if p.Warmup > 0 {
 		res.WarmupDuration = durationpb.New(p.Warmup)
@@ -373,6 +378,8 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			Cpus:        r.cpus,
 			ClockOffset: durationpb.New(r.offset),
 			Rtt:         durationpb.New(r.rtt),
+			CpuList:     r.ready.GetCpuList(),
+			Missed:      r.counters.GetMissed(),
 		}
 		wire.AddCounters(res.Counters, r.counters)
 		if r.err != nil {
@@ -424,28 +431,62 @@ func newRunID() string {
 }
 
 // merger merges interval histograms exactly: per interval across agents
-// (for progress) and over the whole window.
+// (progress and the timeline), per stage, and over the whole window.
 type merger struct {
+	p       plan.Plan
 	agents  int
 	total   engine.Histograms
 	byIndex map[int32]*pending
+	points  map[int32]*pb.TimelinePoint
+	stages  []*stageAcc
 }
 
 type pending struct {
 	latency  *hist.Histogram
 	requests int64
 	errors   int64
+	missed   int64
+	start    time.Duration
+	length   time.Duration
+	cpuBusy  []float64
 	seen     int
 }
 
-func newMerger(agents int) *merger {
-	return &merger{agents: agents, total: engine.NewHistograms(), byIndex: map[int32]*pending{}}
+type stageAcc struct {
+	res     *pb.StageResult
+	latency *hist.Histogram
+	start   time.Duration
+	end     time.Duration
 }
 
-// add merges one agent interval; it returns the merged progress once every
-// agent has sent interval k. It rejects a corrupt histogram, or a latency
-// histogram whose sample count disagrees with the interval's counters.
-func (m *merger) add(iv *pb.Interval) (*pb.Progress, error) {
+func newMerger(p plan.Plan, agents int) *merger {
+	m := &merger{p: p, agents: agents, total: engine.NewHistograms(), byIndex: map[int32]*pending{}, points: map[int32]*pb.TimelinePoint{}}
+	var at time.Duration
+	prev := int64(p.Connections)
+	if p.OpenLoop() {
+		prev = p.Rate
+	}
+	for i, st := range p.Stages {
+		to := int64(st.Connections)
+		if p.OpenLoop() {
+			to = st.Rate
+		}
+		m.stages = append(m.stages, &stageAcc{
+			res:     &pb.StageResult{Index: int32(i), Start: durationpb.New(at), Duration: durationpb.New(st.Duration), TargetFrom: prev, TargetTo: to, Counters: &pb.Counters{}},
+			latency: hist.New(), start: at, end: at + st.Duration,
+		})
+		prev = to
+		at += st.Duration
+	}
+	return m
+}
+
+// add merges interval iv of agent a (whose clock is offset from the
+// coordinator's, and whose window starts at windowStart in its own clock);
+// it returns the merged progress once every agent has sent interval k. It
+// rejects a corrupt histogram, or a latency histogram whose sample count
+// disagrees with the interval's counters.
+func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) (*pb.Progress, error) {
 	h, err := wire.HistogramsFromProto(iv.GetHistograms())
 	if err != nil {
 		return nil, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
@@ -456,9 +497,19 @@ func (m *merger) add(iv *pb.Interval) (*pb.Progress, error) {
 	if err := m.total.Merge(&h); err != nil {
 		return nil, err
 	}
+	start := time.Unix(0, iv.GetStartUnixNano()).Sub(windowStart)
+	length := time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano())
+	for _, st := range m.stages {
+		if start >= st.start && start < st.end {
+			wire.AddCounters(st.res.Counters, iv.GetCounters())
+			if err := st.latency.Merge(h.Latency); err != nil {
+				return nil, err
+			}
+		}
+	}
 	p := m.byIndex[iv.GetIndex()]
 	if p == nil {
-		p = &pending{latency: hist.New()}
+		p = &pending{latency: hist.New(), start: start, length: length, cpuBusy: make([]float64, m.agents)}
 		m.byIndex[iv.GetIndex()] = p
 	}
 	if err := p.latency.Merge(h.Latency); err != nil {
@@ -466,14 +517,78 @@ func (m *merger) add(iv *pb.Interval) (*pb.Progress, error) {
 	}
 	p.requests += iv.GetCounters().GetRequests()
 	p.errors += wire.ErrorTotal(iv.GetCounters())
+	p.missed += iv.GetCounters().GetMissed()
+	p.length = max(p.length, length)
+	if cpus > 0 && length > 0 {
+		p.cpuBusy[a] = iv.GetCpuTime().AsDuration().Seconds() / (length.Seconds() * float64(cpus))
+	}
 	p.seen++
 	if p.seen < m.agents {
 		return nil, nil
 	}
-	delete(m.byIndex, iv.GetIndex())
-	pr := &pb.Progress{Index: iv.GetIndex(), Requests: p.requests, Errors: p.errors, Interval: durationpb.New(time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()))}
-	if p.latency.Count() > 0 {
-		pr.P99Us = p.latency.ValueAtPercentile(99)
+	pt := m.finish(iv.GetIndex())
+	return &pb.Progress{Index: pt.Index, Requests: pt.Requests, Errors: pt.Errors, P99Us: pt.P99Us, Interval: pt.Length}, nil
+}
+
+// finish turns interval k's pending merge into its timeline point.
+func (m *merger) finish(k int32) *pb.TimelinePoint {
+	p := m.byIndex[k]
+	delete(m.byIndex, k)
+	pt := &pb.TimelinePoint{
+		Index: k, Start: durationpb.New(p.start), Length: durationpb.New(p.length),
+		Requests: p.requests, Errors: p.errors, Missed: p.missed, CpuBusy: p.cpuBusy,
 	}
-	return pr, nil
+	if p.latency.Count() > 0 {
+		pt.P50Us = p.latency.ValueAtPercentile(50)
+		pt.P90Us = p.latency.ValueAtPercentile(90)
+		pt.P99Us = p.latency.ValueAtPercentile(99)
+		pt.MaxUs = p.latency.Max()
+	}
+	if m.p.OpenLoop() {
+		pt.TargetRps = m.targetAt(p.start + p.length/2)
+	}
+	m.points[k] = pt
+	return pt
+}
+
+// targetAt returns the plan's target rate at offset t of the window.
+func (m *merger) targetAt(t time.Duration) float64 {
+	for _, st := range m.stages {
+		if t < st.end {
+			f := float64(t-st.start) / float64(st.end-st.start)
+			return float64(st.res.TargetFrom) + f*float64(st.res.TargetTo-st.res.TargetFrom)
+		}
+	}
+	if n := len(m.stages); n > 0 {
+		return float64(m.stages[n-1].res.TargetTo)
+	}
+	return float64(m.p.Rate)
+}
+
+// timeline finishes intervals some agent never sent (it failed) and returns
+// every point in order.
+func (m *merger) timeline() []*pb.TimelinePoint {
+	for k := range m.byIndex {
+		m.finish(k)
+	}
+	out := make([]*pb.TimelinePoint, 0, len(m.points))
+	for _, pt := range m.points {
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// stageResults returns the stages with their merged latency.
+func (m *merger) stageResults() ([]*pb.StageResult, error) {
+	var out []*pb.StageResult
+	for _, st := range m.stages {
+		b, err := st.latency.Encode()
+		if err != nil {
+			return nil, err
+		}
+		st.res.Latency = b
+		out = append(out, st.res)
+	}
+	return out, nil
 }

@@ -51,6 +51,7 @@ func newCommand() *cobra.Command {
 				}
 				runtime.GOMAXPROCS(len(set))
 				cfg.CPUs = len(set)
+				cfg.CPUList = cpuset.Format(set)
 				log.Info("pinned", "cpus", cpuset.Format(set))
 			}
 			cfg.LAN = !local

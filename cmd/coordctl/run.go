@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +39,9 @@ type runFlags struct {
 	resolver    string
 	mixFile     string
 
-	durationSet bool
+	rate           int64
+	maxConnections int
+	interval       wrkDuration
 
 	tlsResume bool
 	tlsMin    string
@@ -54,21 +55,22 @@ type runFlags struct {
 }
 
 func newRunCmd(coordAddr *string) *cobra.Command {
-	f := runFlags{duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout)}
+	f := runFlags{duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout), interval: wrkDuration(plan.DefaultInterval)}
 	cmd := &cobra.Command{
-		Use:   "run [flags] URL",
-		Short: "Run a closed-loop load test against URL on the cluster's agents",
+		Use:   "run [flags] URL|PLAN.yaml",
+		Short: "Run a load test against URL, or a plan file, on the cluster's agents",
 		Example: `  coordctl run -c50 -d10s --latency https://127.0.0.1:8443/
-  coordctl run -c 750 -d 1m -H 'Accept-Encoding: br' --json out.json https://target.example/`,
+  coordctl run -c 750 -d 1m -H 'Accept-Encoding: br' --json out.json https://target.example/
+  coordctl run -R 20000 -c 200 -d 1m --latency https://target.example/
+  coordctl run plan.yaml -d 30s          # flags override the plan file's fields`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return &usageError{fmt.Errorf("run takes exactly one URL, got %d arguments (see coordctl run --help)", len(args))}
+				return &usageError{fmt.Errorf("run takes exactly one URL or plan file, got %d arguments (see coordctl run --help)", len(args))}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.durationSet = cmd.Flags().Changed("duration")
-			p, err := f.plan(args[0])
+			p, err := f.plan(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -102,6 +104,9 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
+	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
+	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
+	fl.Var(&f.interval, "interval", "reporting interval (timeline resolution), e.g. 1s, 100ms")
 	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
 	fl.BoolVar(&f.http2, "http2", false, "HTTP/2 over TLS (ALPN h2)")
@@ -122,31 +127,83 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 	return cmd
 }
 
-// plan builds and validates the plan; errors name the flag.
-func (f *runFlags) plan(url string) (plan.Plan, error) {
-	p := plan.Plan{
-		URL: url, Method: f.method, Connections: f.connections,
-		Duration: time.Duration(f.duration), Timeout: time.Duration(f.timeout),
-		Agents: f.agents, Requests: f.requests, Warmup: time.Duration(f.warmup),
-		NoKeepAlive: f.noKeepAlive, HTTP2: f.http2, MaxStreams: f.maxStreams,
-		ConnectTo: f.connectTo, Resolver: f.resolver,
-		TLS: plan.TLS{
-			Insecure: f.insecure, Resume: f.tlsResume, MinVersion: f.tlsMin, MaxVersion: f.tlsMax,
-			Ciphers: f.ciphers, Curves: f.curves, ServerName: f.sni, ALPN: f.alpn,
-		},
+// plan builds and validates the plan from a plan file or a URL, with the
+// flags given on the command line overriding the file's fields. Errors name
+// the flag or the plan field.
+func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
+	var p plan.Plan
+	set := cmd.Flags().Changed
+	if isPlanFile(arg) {
+		data, err := os.ReadFile(arg)
+		if err != nil {
+			return p, fmt.Errorf("plan file: %w", err)
+		}
+		dir := filepath.Dir(arg)
+		if p, err = plan.ParseFile(data, relativeTo(dir)); err != nil {
+			return p, &usageError{fmt.Errorf("%s: %w", arg, err)}
+		}
+	} else {
+		p.URL = arg
 	}
-	// Count mode without an explicit -d: the count alone ends the run.
-	if f.requests > 0 && !f.durationSet {
+	fromFile := isPlanFile(arg)
+	override := func(name string, apply func()) {
+		if set(name) || !fromFile {
+			apply()
+		}
+	}
+	override("method", func() { p.Method = f.method })
+	override("connections", func() { p.Connections = f.connections })
+	override("duration", func() { p.Duration = time.Duration(f.duration) })
+	override("timeout", func() { p.Timeout = time.Duration(f.timeout) })
+	override("agents", func() { p.Agents = f.agents })
+	override("requests", func() { p.Requests = f.requests })
+	override("rate", func() { p.Rate = f.rate })
+	override("max-connections", func() { p.MaxConnections = f.maxConnections })
+	override("warmup", func() { p.Warmup = time.Duration(f.warmup) })
+	override("interval", func() { p.Interval = time.Duration(f.interval) })
+	override("no-keepalive", func() { p.NoKeepAlive = f.noKeepAlive })
+	override("http2", func() { p.HTTP2 = f.http2 })
+	override("max-streams", func() { p.MaxStreams = f.maxStreams })
+	override("connect-to", func() { p.ConnectTo = f.connectTo })
+	override("resolver", func() { p.Resolver = f.resolver })
+	override("insecure", func() { p.TLS.Insecure = f.insecure })
+	override("tls-resume", func() { p.TLS.Resume = f.tlsResume })
+	override("tls-min", func() { p.TLS.MinVersion = f.tlsMin })
+	override("tls-max", func() { p.TLS.MaxVersion = f.tlsMax })
+	override("ciphers", func() { p.TLS.Ciphers = f.ciphers })
+	override("curves", func() { p.TLS.Curves = f.curves })
+	override("sni", func() { p.TLS.ServerName = f.sni })
+	override("alpn", func() { p.TLS.ALPN = f.alpn })
+	// Count mode from the command line without -d: the count alone ends
+	// the run.
+	if !isPlanFile(arg) && p.Requests > 0 && !set("duration") {
 		p.Duration = 0
+	}
+	for _, h := range f.headers {
+		hd, ok := plan.ParseHeader(h)
+		if !ok {
+			return p, &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
+		}
+		p.Headers = append(p.Headers, hd)
 	}
 	if f.host != "" {
 		p.Headers = append(p.Headers, plan.Header{Name: "Host", Value: f.host})
+	}
+	var err error
+	if f.bodyFile != "" {
+		if p.Body, err = os.ReadFile(f.bodyFile); err != nil {
+			return p, fmt.Errorf("--body: %w", err)
+		}
+	}
+	if f.caFile != "" {
+		if p.TLS.CAPEM, err = os.ReadFile(f.caFile); err != nil {
+			return p, fmt.Errorf("--cacert: %w", err)
+		}
 	}
 	if (f.certFile == "") != (f.keyFile == "") {
 		return p, &usageError{errors.New("--cert and --key go together")}
 	}
 	if f.certFile != "" {
-		var err error
 		if p.TLS.CertPEM, err = os.ReadFile(f.certFile); err != nil {
 			return p, fmt.Errorf("--cert: %w", err)
 		}
@@ -159,40 +216,13 @@ func (f *runFlags) plan(url string) (plan.Plan, error) {
 		if err != nil {
 			return p, fmt.Errorf("--mix: %w", err)
 		}
-		dir := filepath.Dir(f.mixFile)
-		p.Mix, err = plan.ParseMix(fh, func(name string) ([]byte, error) {
-			if !filepath.IsAbs(name) {
-				name = filepath.Join(dir, name)
-			}
-			return os.ReadFile(name)
-		})
+		p.Mix, err = plan.ParseMix(fh, relativeTo(filepath.Dir(f.mixFile)))
 		fh.Close()
 		if err != nil {
-			return p, fmt.Errorf("--mix %s: %w", f.mixFile, err)
+			return p, &usageError{fmt.Errorf("--mix %s: %w", f.mixFile, err)}
 		}
 	}
-	for _, h := range f.headers {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return p, &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
-		}
-		p.Headers = append(p.Headers, plan.Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
-	}
-	if f.bodyFile != "" {
-		b, err := os.ReadFile(f.bodyFile)
-		if err != nil {
-			return p, fmt.Errorf("--body: %w", err)
-		}
-		p.Body = b
-	}
-	if f.caFile != "" {
-		b, err := os.ReadFile(f.caFile)
-		if err != nil {
-			return p, fmt.Errorf("--cacert: %w", err)
-		}
-		p.TLS.CAPEM = b
-	}
-	if f.connections < 1 {
+	if set("connections") && f.connections < 1 {
 		return p, &usageError{fmt.Errorf("-c/--connections %d: want at least 1", f.connections)}
 	}
 	p.SetDefaults()
@@ -200,6 +230,26 @@ func (f *runFlags) plan(url string) (plan.Plan, error) {
 		return p, &usageError{err}
 	}
 	return p, nil
+}
+
+// isPlanFile reports whether the run argument names a YAML plan file
+// rather than a URL.
+func isPlanFile(arg string) bool {
+	if strings.Contains(arg, "://") {
+		return false
+	}
+	ext := strings.ToLower(filepath.Ext(arg))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// relativeTo reads files relative to dir (absolute names as they are).
+func relativeTo(dir string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return os.ReadFile(name)
+	}
 }
 
 // writeReport prints the text report and writes the JSON file if asked.
@@ -236,13 +286,9 @@ type wrkDuration time.Duration
 func (d *wrkDuration) String() string { return time.Duration(*d).String() }
 func (d *wrkDuration) Type() string   { return "duration" }
 func (d *wrkDuration) Set(s string) error {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		*d = wrkDuration(n * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
+	v, err := plan.ParseDuration(s)
 	if err != nil {
-		return errors.New("want a duration such as 10s, 1m or 30")
+		return err
 	}
 	*d = wrkDuration(v)
 	return nil

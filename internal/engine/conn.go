@@ -14,9 +14,11 @@ import (
 // connection open (reopening it after errors and server closes, or for every
 // request without keep-alive) and sends requests in closed loop.
 type conn struct {
-	e   *Engine
-	w   *worker
-	pos int // next position in e.sched
+	e     *Engine
+	w     *worker
+	j     int // index within the worker (stage targets activate slots in order)
+	pos   int // next position in e.sched
+	timer *time.Timer
 
 	mu     sync.Mutex // guards nc, br and closed against stop()
 	nc     net.Conn
@@ -29,6 +31,12 @@ type conn struct {
 	lastEnd  time.Time
 	dropped  bool // the last connection was lost: the next open is a reconnect
 	resp     response
+}
+
+func newConn(e *Engine, w *worker, i, j int) *conn {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &conn{e: e, w: w, j: j, pos: i % len(e.sched), timer: t}
 }
 
 // dialError is a failed connect or handshake.
@@ -117,14 +125,18 @@ func (c *conn) close() {
 
 // outcome is how one request ended.
 type outcome struct {
-	start, end time.Time
-	status     int
-	kind       ErrorKind
-	failed     bool
-	bytes      int64
-	ttfb       time.Duration
-	conn       *connInfo // the connection this request opened, if any
-	retried    bool      // sent twice: the server did not process the first
+	// start is the request's start: its intended send time in open loop,
+	// else when it began. sent is when it actually began (its connect or
+	// its write). Latency is end−start; service time end−sent.
+	start, sent, end time.Time
+	missed           bool
+	status           int
+	kind             ErrorKind
+	failed           bool
+	bytes            int64
+	ttfb             time.Duration
+	conn             *connInfo // the connection this request opened, if any
+	retried          bool      // sent twice: the server did not process the first
 }
 
 // loop sends requests in closed loop from the start instant until the
@@ -133,12 +145,9 @@ type outcome struct {
 func (c *conn) loop() {
 	e := c.e
 	defer c.drop()
-	for !e.isStopped() {
-		t0 := time.Now()
-		if !e.windowEnd.IsZero() && !t0.Before(e.windowEnd) {
-			return
-		}
-		if !c.w.take() {
+	for {
+		t0, ok := e.next(c.w, c.j, c.timer)
+		if !ok {
 			return
 		}
 		inWindow := !t0.Before(e.windowStart)
@@ -151,6 +160,10 @@ func (c *conn) loop() {
 			c.pos = 0
 		}
 		o := c.do(t0, en)
+		if c.w.open && o.sent.Sub(t0) > MissThreshold {
+			o.missed = true
+			e.grow(c.w)
+		}
 		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 			if !inWindow {
 				c.issued++ // carried from the warm-up, in flight at the end
@@ -169,6 +182,33 @@ func (c *conn) loop() {
 	}
 }
 
+// grow adds a connection slot to an open-loop worker that fell behind its
+// schedule, up to its cap. The new slot dials when it takes its first
+// ticket, so its connect is part of that request's latency.
+func (e *Engine) grow(w *worker) {
+	if e.plan.HTTP2 {
+		return
+	}
+	for {
+		n := w.conns.Load()
+		if n >= w.maxConns || e.isStopped() {
+			return
+		}
+		if w.conns.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	e.connsMu.Lock()
+	c := newConn(e, w, len(e.conns), int(w.conns.Load()-1))
+	e.conns = append(e.conns, c)
+	e.wg.Add(1)
+	e.connsMu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		c.loop()
+	}()
+}
+
 // record records one request's outcome in interval k (k < 0: warm-up).
 func (r *recorder) record(k int, o *outcome) {
 	r.mu.Lock()
@@ -179,6 +219,9 @@ func (r *recorder) record(k int, o *outcome) {
 	cnt := r.counts(k)
 	if o.retried {
 		cnt.Retries++
+	}
+	if o.missed {
+		cnt.Missed++
 	}
 	if o.failed {
 		cnt.Errors[o.kind]++
@@ -191,15 +234,29 @@ func (r *recorder) record(k int, o *outcome) {
 		s := r.slotFor(k)
 		s.hists.Latency.Record(o.end.Sub(o.start))
 		s.hists.TTFB.Record(o.ttfb)
+		if o.sent != o.start {
+			s.hists.Service.Record(o.end.Sub(o.sent))
+		}
 	}
 }
 
 // do performs one request, opening a connection first when there is none.
 // The request's latency and timeout run from t0, so a request that has to
 // open its connection includes the connect and handshake.
+//
+// In open loop t0 is the intended send time, which may be past: the
+// deadline still runs from it (a request that cannot be sent before its
+// deadline is a timeout, unsent), so overload shows as timeouts.
 func (c *conn) do(t0 time.Time, en *entry) outcome {
 	e := c.e
-	o := outcome{start: t0}
+	o := outcome{start: t0, sent: t0}
+	if c.w.open {
+		o.sent = time.Now()
+		if !o.sent.Before(t0.Add(e.plan.Timeout)) {
+			o.end, o.failed, o.kind = o.sent, true, ErrTimeout
+			return o
+		}
+	}
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()

@@ -44,8 +44,10 @@ type Engine struct {
 	sched   []uint16 // weighted round-robin order of entries
 
 	workers []*worker
+	connsMu sync.Mutex // guards conns (open loop adds slots while running)
 	conns   []*conn
 	h2conns []*h2conn
+	wg      sync.WaitGroup // connection goroutines
 
 	// Set by Run before any connection goroutine starts.
 	mono        time.Time // start instant (monotonic)
@@ -65,10 +67,21 @@ type Engine struct {
 // worker owns a recorder, a TLS configuration (with its own session cache)
 // and, in count mode, a part of the request budget.
 type worker struct {
+	idx      int
 	rec      *recorder
 	tlsConf  *tls.Config
 	budget   atomic.Int64 // requests left in count mode
 	counting bool
+
+	// Pacing. open: the schedule is the worker's rate and connections
+	// take numbered tickets from it; closed: it is the worker's number of
+	// active connections.
+	open     bool
+	sched    schedule
+	phase    float64      // fraction of a ticket: spreads workers' sends
+	ticket   atomic.Int64 // next ticket (open loop)
+	conns    atomic.Int64 // connection slots (open loop grows it)
+	maxConns int64        // cap for growth (open loop)
 }
 
 // take claims one request from the budget; always true outside count mode.
@@ -122,9 +135,27 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	budgets := plan.Split(int(cfg.Share.Requests), cfg.Workers)
+	open := p.OpenLoop()
+	slots := cfg.Share.Connections
+	if !open {
+		for _, t := range cfg.Share.StageTargets {
+			slots = max(slots, int(t))
+		}
+	}
 	for i := range cfg.Workers {
-		w := &worker{rec: newRecorder(), counting: cfg.Share.Requests > 0}
+		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open}
 		w.budget.Store(int64(budgets[i]))
+		first := float64(plan.Part(cfg.Share.Connections, cfg.Workers, i))
+		if open {
+			first = float64(plan.Part(int(cfg.Share.Rate), cfg.Workers, i))
+			w.phase = (float64(i) + 0.5) / float64(cfg.Workers)
+			w.maxConns = int64(plan.Part(max(cfg.Share.MaxConnections, cfg.Share.Connections), cfg.Workers, i))
+		}
+		var targets []float64
+		for _, t := range cfg.Share.StageTargets {
+			targets = append(targets, float64(plan.Part(int(t), cfg.Workers, i)))
+		}
+		w.sched = newSchedule(p, first, targets)
 		if base != nil {
 			w.tlsConf = base.Clone()
 			if p.TLS.Resume {
@@ -134,15 +165,77 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.workers = append(e.workers, w)
 	}
 	e.maxStreams.Store(int32(p.MaxStreams))
-	for i := range cfg.Share.Connections {
+	for i := range slots {
 		w := e.workers[i%cfg.Workers]
+		j := int(w.conns.Add(1) - 1) // the slot's index within its worker
 		if p.HTTP2 {
-			e.h2conns = append(e.h2conns, newH2Conn(e, w, i))
+			e.h2conns = append(e.h2conns, newH2Conn(e, w, i, j))
 		} else {
-			e.conns = append(e.conns, &conn{e: e, w: w, pos: i % len(e.sched)})
+			e.conns = append(e.conns, newConn(e, w, i, j))
 		}
 	}
 	return e, nil
+}
+
+// next blocks until slot j of worker w may send its next request and
+// returns the request's start: its intended send time in open loop (the
+// schedule's next ticket), or now in closed loop (after waiting while the
+// slot is beyond the stage's connection target). ok is false when the slot
+// is done: the window ended or the count ran out.
+func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
+	if w.open {
+		k := w.ticket.Add(1) - 1
+		off, ok := w.sched.at(float64(k) + w.phase)
+		if !ok {
+			return time.Time{}, false
+		}
+		start = e.mono.Add(off)
+		if !e.windowEnd.IsZero() && !start.Before(e.windowEnd) {
+			return time.Time{}, false
+		}
+		if !w.take() {
+			return time.Time{}, false
+		}
+		if d := time.Until(start); d > 0 && !e.wait(timer, d) {
+			return time.Time{}, false
+		}
+		return start, true
+	}
+	for {
+		now := time.Now()
+		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() {
+			return time.Time{}, false
+		}
+		if float64(j) < w.sched.value(now.Sub(e.mono))+1e-9 {
+			break
+		}
+		// Beyond the stage's target: idle a moment (ramps are linear, so
+		// the slot's turn comes back gradually).
+		if !e.wait(timer, 5*time.Millisecond) {
+			return time.Time{}, false
+		}
+	}
+	if !w.take() {
+		return time.Time{}, false
+	}
+	return time.Now(), true
+}
+
+// wait sleeps d on timer, or until the engine stops (false).
+func (e *Engine) wait(timer *time.Timer, d time.Duration) bool {
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+		return true
+	case <-e.stopped:
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		return false
+	}
 }
 
 // resolve returns the address every connection dials: connect-to's, or the
@@ -313,7 +406,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	defer stopCloser()
 
 	release := make(chan struct{})
-	var wg sync.WaitGroup
+	wg := &e.wg
 	for _, c := range e.conns {
 		wg.Add(1)
 		go func() {
@@ -421,6 +514,8 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		return Result{}, err
 	}
 	res := Result{WindowEnd: windowStartWall.Add(e.windowEnd.Sub(e.windowStart)), MaxStreams: int(e.maxStreams.Load())}
+	e.connsMu.Lock()
+	defer e.connsMu.Unlock()
 	for _, c := range e.conns {
 		res.Issued += c.issued
 		res.InFlight += c.inFlight
@@ -444,6 +539,9 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 // countDone reports whether the request count has run out.
 func (e *Engine) countDone() bool {
 	if e.cfg.Share.Requests <= 0 {
+		// An open-loop schedule that ran out before the window's end
+		// (stages ending at zero) also ends the window early only at its
+		// planned end: nothing to do here.
 		return false
 	}
 	for _, w := range e.workers {
@@ -458,6 +556,8 @@ func (e *Engine) countDone() bool {
 // start when nothing ended.
 func (e *Engine) lastEnd() time.Time {
 	le := e.windowStart
+	e.connsMu.Lock()
+	defer e.connsMu.Unlock()
 	for _, c := range e.conns {
 		if c.lastEnd.After(le) {
 			le = c.lastEnd
@@ -509,9 +609,11 @@ func (e *Engine) stop() {
 	e.stopOnce.Do(func() {
 		close(e.stopped)
 		e.cancel()
+		e.connsMu.Lock()
 		for _, c := range e.conns {
 			c.close()
 		}
+		e.connsMu.Unlock()
 		for _, c := range e.h2conns {
 			c.close()
 		}

@@ -28,7 +28,9 @@ func tlsTarget(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int6
 func newEngine(t *testing.T, p plan.Plan, conns int) *Engine {
 	t.Helper()
 	p.SetDefaults()
-	e, err := New(context.Background(), Config{Share: plan.Share{RunID: "t", Plan: p, Count: 1, Connections: conns, Requests: p.Requests}, Workers: 2})
+	share := plan.Shares("t", p, 1)[0]
+	share.Connections = conns
+	e, err := New(context.Background(), Config{Share: share, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,5 +172,37 @@ func TestHTTP2Streams(t *testing.T) {
 	}
 	if res.MaxStreams != 5 || maxActive.Load() < 6 || maxActive.Load() > 10 {
 		t.Errorf("effective streams %d, server saw at most %d concurrent, want 5 per connection", res.MaxStreams, maxActive.Load())
+	}
+}
+
+// TestOpenLoopRate: a constant rate sends exactly rate × window requests
+// (the schedule is exact), each interval holding its share.
+func TestOpenLoopRate(t *testing.T) {
+	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Rate: 400, Duration: 2 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 4)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var per []int64
+	var total Counts
+	var service int64
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
+		per = append(per, iv.Counts.Requests+iv.Counts.ErrorTotal())
+		total.Add(&iv.Counts)
+		service += iv.Hists.Service.Count()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != 800 || res.Issued != 800 || served.Load() != 800 {
+		t.Fatalf("sent %d (issued %d, served %d), want exactly 800 = 400/s × 2 s", got, res.Issued, served.Load())
+	}
+	for k, n := range per {
+		if n < 390 || n > 410 {
+			t.Errorf("interval %d: %d requests, want 400 ± 10", k, n)
+		}
+	}
+	if service != total.Requests {
+		t.Errorf("service-time samples %d, want one per completed request (%d)", service, total.Requests)
 	}
 }

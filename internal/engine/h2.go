@@ -51,6 +51,7 @@ var errH2Closed = errors.New("http2: connection closed")
 type h2conn struct {
 	e   *Engine
 	w   *worker
+	j   int          // index within the worker
 	pos atomic.Int64 // next position in e.sched, shared by the slot's streams
 
 	mu      sync.Mutex // guards cur, closed, dialing
@@ -66,8 +67,8 @@ type h2conn struct {
 	mono0    time.Time    // reference for lastEnd
 }
 
-func newH2Conn(e *Engine, w *worker, idx int) *h2conn {
-	c := &h2conn{e: e, w: w, mono0: time.Now()}
+func newH2Conn(e *Engine, w *worker, idx, j int) *h2conn {
+	c := &h2conn{e: e, w: w, j: j, mono0: time.Now()}
 	c.pos.Store(int64(idx % len(e.sched)))
 	c.cond = sync.NewCond(&c.mu)
 	return c
@@ -189,12 +190,11 @@ func (c *h2conn) loop() {
 // streamLoop is one closed-loop stream slot.
 func (c *h2conn) streamLoop() {
 	e := c.e
-	for !e.isStopped() {
-		t0 := time.Now()
-		if !e.windowEnd.IsZero() && !t0.Before(e.windowEnd) {
-			return
-		}
-		if !c.w.take() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		t0, ok := e.next(c.w, c.j, timer)
+		if !ok {
 			return
 		}
 		inWindow := !t0.Before(e.windowStart)
@@ -205,6 +205,9 @@ func (c *h2conn) streamLoop() {
 		pos := c.pos.Add(1) - 1
 		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
 		o := c.do(t0, en)
+		if c.w.open && o.sent.Sub(t0) > MissThreshold {
+			o.missed = true
+		}
 		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 			if !inWindow {
 				c.issued.Add(1)
@@ -232,8 +235,15 @@ func (c *h2conn) streamLoop() {
 // do performs one request on a stream, retrying once on a new connection
 // when the server did not process it.
 func (c *h2conn) do(t0 time.Time, en *entry) outcome {
-	o := outcome{start: t0}
+	o := outcome{start: t0, sent: t0}
 	deadline := t0.Add(c.e.plan.Timeout)
+	if c.w.open {
+		o.sent = time.Now()
+		if !o.sent.Before(deadline) {
+			o.end, o.failed, o.kind = o.sent, true, ErrTimeout
+			return o
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		s, ci, derr := c.session()
 		if ci != nil && o.conn == nil {

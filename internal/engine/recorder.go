@@ -30,6 +30,9 @@ type Counts struct {
 	Retries int64
 	// HandshakesFull and HandshakesResumed count TLS handshakes.
 	HandshakesFull, HandshakesResumed int64
+	// Missed counts open-loop sends that started more than MissThreshold
+	// after their intended time (they were still sent).
+	Missed int64
 	// TLS counts negotiated parameters per connection ("version:TLS 1.3",
 	// "cipher:...", "group:X25519", "alpn:h2"). Nil until the first.
 	TLS map[string]int64
@@ -48,6 +51,7 @@ func (c *Counts) Add(o *Counts) {
 	c.ConnectionsOpened += o.ConnectionsOpened
 	c.Reconnects += o.Reconnects
 	c.Retries += o.Retries
+	c.Missed += o.Missed
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesResumed += o.HandshakesResumed
 	for k, v := range o.TLS {
@@ -100,16 +104,19 @@ type Histograms struct {
 	TLSFull, TLSResumed *hist.Histogram
 	// TTFB: from the request's write to its first response byte.
 	TTFB *hist.Histogram
+	// Service: open loop only, completed responses from the actual send
+	// (Latency then runs from the intended send time).
+	Service *hist.Histogram
 }
 
 // NewHistograms returns empty histograms.
 func NewHistograms() Histograms {
-	return Histograms{Latency: hist.New(), Connect: hist.New(), TLSFull: hist.New(), TLSResumed: hist.New(), TTFB: hist.New()}
+	return Histograms{Latency: hist.New(), Connect: hist.New(), TLSFull: hist.New(), TLSResumed: hist.New(), TTFB: hist.New(), Service: hist.New()}
 }
 
 // all returns the histograms in a fixed order.
-func (h *Histograms) all() [5]*hist.Histogram {
-	return [5]*hist.Histogram{h.Latency, h.Connect, h.TLSFull, h.TLSResumed, h.TTFB}
+func (h *Histograms) all() [6]*hist.Histogram {
+	return [6]*hist.Histogram{h.Latency, h.Connect, h.TLSFull, h.TLSResumed, h.TTFB, h.Service}
 }
 
 // Merge adds o to h.

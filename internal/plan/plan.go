@@ -75,6 +75,45 @@ type Plan struct {
 	// through the requests in proportion to their weights. Every entry
 	// must target the URL's scheme, host and port.
 	Mix []Request
+
+	// Rate, when above 0, runs open loop (wrk2's -R): requests are sent on
+	// a schedule at this total rate across the cluster, in requests/s, and
+	// latency runs from each request's intended send time.
+	Rate int64
+	// MaxConnections caps the connections an open-loop run may open when
+	// every connection is busy; default Connections (no growth).
+	MaxConnections int
+	// Stages ramp the target linearly, as k6's: rate in open loop,
+	// connections in closed loop, each from the previous stage's target
+	// (the first from Rate or Connections). Their durations add up to the
+	// window (Duration, if set, must equal the sum) and must be multiples
+	// of Interval.
+	Stages []Stage
+}
+
+// Stage is one ramp segment of a plan.
+type Stage struct {
+	// Duration is the stage's length.
+	Duration time.Duration
+	// Rate is the open-loop target at the stage's end, requests/s.
+	Rate int64
+	// Connections is the closed-loop target at the stage's end.
+	Connections int
+}
+
+// OpenLoop reports whether the plan is paced by a rate.
+func (p *Plan) OpenLoop() bool { return p.Rate > 0 || (len(p.Stages) > 0 && p.Stages[0].Rate > 0) }
+
+// PeakConnections returns the most connections the plan keeps at once in
+// closed loop (the largest stage target), or Connections.
+func (p *Plan) PeakConnections() int {
+	n := p.Connections
+	if !p.OpenLoop() {
+		for _, s := range p.Stages {
+			n = max(n, s.Connections)
+		}
+	}
+	return n
 }
 
 // Request is one entry of a request mix.
@@ -144,6 +183,9 @@ func (p *Plan) SetDefaults() {
 	if p.MaxStreams == 0 {
 		p.MaxStreams = 1
 	}
+	if p.MaxConnections == 0 {
+		p.MaxConnections = p.Connections
+	}
 	for i := range p.Mix {
 		if p.Mix[i].Method == "" {
 			p.Mix[i].Method = DefaultMethod
@@ -157,6 +199,11 @@ func (p *Plan) SetDefaults() {
 // setDurationDefault defaults the duration, except in count mode
 // (Requests > 0), where the count ends the run.
 func (p *Plan) setDurationDefault() {
+	if len(p.Stages) > 0 && p.Duration == 0 {
+		for _, s := range p.Stages {
+			p.Duration += s.Duration
+		}
+	}
 	if p.Duration == 0 && p.Requests == 0 {
 		p.Duration = DefaultDuration
 	}
@@ -223,6 +270,7 @@ func (p *Plan) Validate() error {
 		}
 	}
 	errs = append(errs, p.validateMix()...)
+	errs = append(errs, p.validateLoad()...)
 	errs = append(errs, p.TLS.validate(p.HTTP2)...)
 	if p.Timeout <= 0 {
 		bad("timeout", p.Timeout.String(), "want more than 0, e.g. 2s")
@@ -354,4 +402,52 @@ func (p *Plan) Entries() []Request {
 		out[i] = r
 	}
 	return out
+}
+
+// validateLoad checks rate, connection cap and stages.
+func (p *Plan) validateLoad() []error {
+	var errs []error
+	bad := func(field, value, allowed string) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
+	}
+	if p.Rate < 0 {
+		bad("rate", fmt.Sprint(p.Rate), "want 0 (closed loop) or a rate in requests/s")
+	}
+	if p.MaxConnections < p.Connections {
+		bad("max_connections", fmt.Sprint(p.MaxConnections), fmt.Sprintf("want at least connections (%d)", p.Connections))
+	}
+	if p.MaxConnections > p.Connections && !p.OpenLoop() {
+		bad("max_connections", fmt.Sprint(p.MaxConnections), "only open-loop runs (rate) open connections beyond -c")
+	}
+	if len(p.Stages) == 0 {
+		return errs
+	}
+	open := p.OpenLoop()
+	var total time.Duration
+	for i, s := range p.Stages {
+		field := fmt.Sprintf("stages[%d]", i)
+		if s.Duration <= 0 {
+			bad(field+".duration", s.Duration.String(), "want more than 0")
+		} else if p.Interval > 0 && s.Duration%p.Interval != 0 {
+			bad(field+".duration", s.Duration.String(), fmt.Sprintf("want a multiple of the interval (%v), so intervals fall in one stage", p.Interval))
+		}
+		total += s.Duration
+		switch {
+		case open && s.Connections != 0:
+			bad(field+".connections", fmt.Sprint(s.Connections), "an open-loop plan (rate) ramps rate, not connections")
+		case open && s.Rate < 0:
+			bad(field+".rate", fmt.Sprint(s.Rate), "want 0 or more requests/s")
+		case !open && s.Rate != 0:
+			bad(field+".rate", fmt.Sprint(s.Rate), "set the plan's rate (or the first stage's) to ramp rates; a closed-loop plan ramps connections")
+		case !open && (s.Connections < 0 || s.Connections > p.MaxConnections && p.MaxConnections > p.Connections):
+			bad(field+".connections", fmt.Sprint(s.Connections), "want 0 or more")
+		}
+	}
+	if p.Duration != 0 && p.Duration != total {
+		bad("duration", p.Duration.String(), fmt.Sprintf("want the stages' total (%v) or nothing", total))
+	}
+	if p.Requests > 0 {
+		bad("requests", fmt.Sprint(p.Requests), "count mode does not combine with stages")
+	}
+	return errs
 }

@@ -87,3 +87,48 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestShares: rates, connections, counts and stage targets split across
+// agents, then each agent's part across its workers, sum exactly: no agent
+// or worker loses a fractional share.
+func TestShares(t *testing.T) {
+	for _, tc := range []struct {
+		p       Plan
+		agents  int
+		workers int
+	}{
+		{Plan{Connections: 750, Rate: 20001, MaxConnections: 1001, Requests: 500_003, Stages: []Stage{{Rate: 7}, {Rate: 99_999}}}, 3, 8},
+		{Plan{Connections: 5, Rate: 3, MaxConnections: 5}, 4, 2},
+		{Plan{Connections: 16, Stages: []Stage{{Connections: 33}, {Connections: 0}}}, 2, 3},
+	} {
+		shares := Shares("r", tc.p, tc.agents)
+		var conns, rate, maxc int
+		var reqs int64
+		stages := make([]int64, len(tc.p.Stages))
+		var workerRate int
+		for _, s := range shares {
+			conns += s.Connections
+			rate += int(s.Rate)
+			maxc += s.MaxConnections
+			reqs += s.Requests
+			for i, v := range s.StageTargets {
+				stages[i] += v
+			}
+			for w := range tc.workers {
+				workerRate += Part(int(s.Rate), tc.workers, w)
+			}
+		}
+		if conns != tc.p.Connections || rate != int(tc.p.Rate) || maxc != tc.p.MaxConnections || reqs != tc.p.Requests || workerRate != int(tc.p.Rate) {
+			t.Errorf("Shares(%+v, %d): conns %d rate %d (workers %d) max %d requests %d", tc.p, tc.agents, conns, rate, workerRate, maxc, reqs)
+		}
+		for i, st := range tc.p.Stages {
+			want := int64(st.Connections)
+			if tc.p.OpenLoop() {
+				want = st.Rate
+			}
+			if stages[i] != want {
+				t.Errorf("Shares(%+v, %d): stage %d targets sum to %d, want %d", tc.p, tc.agents, i, stages[i], want)
+			}
+		}
+	}
+}

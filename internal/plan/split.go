@@ -38,15 +38,32 @@ type Share struct {
 	Connections int
 	// Requests is this agent's exact request count in count mode.
 	Requests int64
+	// Rate is this agent's part of the plan's rate (requests/s).
+	Rate int64
+	// MaxConnections is this agent's part of the connection cap.
+	MaxConnections int
+	// StageTargets are this agent's parts of the stage targets (rate or
+	// connections, as the plan ramps).
+	StageTargets []int64
 }
 
 // Shares splits p across n agents.
 func Shares(runID string, p Plan, n int) []Share {
 	conns := Split(p.Connections, n)
 	reqs := Split(int(p.Requests), n)
+	rates := Split(int(p.Rate), n)
+	maxConns := Split(p.MaxConnections, n)
 	out := make([]Share, n)
 	for i := range out {
-		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i], Requests: int64(reqs[i])}
+		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i], Requests: int64(reqs[i]),
+			Rate: int64(rates[i]), MaxConnections: maxConns[i]}
+		for _, s := range p.Stages {
+			target := s.Connections
+			if p.OpenLoop() {
+				target = int(s.Rate)
+			}
+			out[i].StageTargets = append(out[i].StageTargets, int64(Part(target, n, i)))
+		}
 	}
 	return out
 }

@@ -26,6 +26,29 @@ type Report struct {
 	// Agents and connections used.
 	AgentCount  int   `json:"agent_count"`
 	Connections int64 `json:"connections"`
+	// Mode is "closed" (fixed concurrency, wrk) or "open" (a target rate,
+	// wrk2's -R).
+	Mode string `json:"mode"`
+	// LatencyBasis says where latency starts: "actual send" (closed loop)
+	// or "intended send" (open loop: no coordinated omission).
+	LatencyBasis string `json:"latency_basis"`
+	// TargetRPS is the open-loop target rate (0 in closed loop; with
+	// stages, the window's mean target).
+	TargetRPS float64 `json:"target_rps,omitempty"`
+	// Missed counts open-loop sends that started more than 1 ms late.
+	Missed int64 `json:"missed"`
+	// ServiceTimeUs summarizes open-loop latencies from the actual send
+	// (wrk2's uncorrected histogram); null in closed loop.
+	ServiceTimeUs *hist.Summary `json:"service_time_us"`
+	// ClientBound is set when any agent's CPUs were over 90 % busy in the
+	// window or an open-loop run missed more than 1 % of its sends: the
+	// numbers may measure the client, not the server.
+	ClientBound        bool     `json:"client_bound"`
+	ClientBoundReasons []string `json:"client_bound_reasons,omitempty"`
+	// Timeline has one point per interval, merged across agents.
+	Timeline []TimelinePoint `json:"timeline"`
+	// Stages has one entry per plan stage.
+	Stages []Stage `json:"stages,omitempty"`
 	// Issued = Requests + error total + InFlight.
 	Issued int64 `json:"issued"`
 	// Requests counts responses completed in the window (any status).
@@ -86,6 +109,37 @@ type Report struct {
 	AgentRows []Agent `json:"agents"`
 }
 
+// TimelinePoint is one interval of the window.
+type TimelinePoint struct {
+	Index     int32     `json:"index"`
+	StartS    float64   `json:"start_s"`
+	DurationS float64   `json:"duration_s"`
+	Requests  int64     `json:"requests"`
+	RPS       float64   `json:"rps"`
+	Errors    int64     `json:"errors"`
+	Missed    int64     `json:"missed"`
+	TargetRPS float64   `json:"target_rps,omitempty"`
+	P50Us     int64     `json:"p50_us"`
+	P90Us     int64     `json:"p90_us"`
+	P99Us     int64     `json:"p99_us"`
+	MaxUs     int64     `json:"max_us"`
+	CPUBusy   []float64 `json:"cpu_busy"`
+}
+
+// Stage is one plan stage's outcome.
+type Stage struct {
+	Index      int32            `json:"index"`
+	StartS     float64          `json:"start_s"`
+	DurationS  float64          `json:"duration_s"`
+	TargetFrom int64            `json:"target_from"`
+	TargetTo   int64            `json:"target_to"`
+	Requests   int64            `json:"requests"`
+	RPS        float64          `json:"rps"`
+	Errors     map[string]int64 `json:"errors"`
+	Status     map[string]int64 `json:"status"`
+	Latency    *hist.Summary    `json:"latency_us"`
+}
+
 // Handshakes counts TLS handshakes by kind.
 type Handshakes struct {
 	Full    int64 `json:"full"`
@@ -118,8 +172,12 @@ type Agent struct {
 	RPS         float64 `json:"rps"`
 	// CPUUtil is the agent process's CPU time in the window over the
 	// window times its usable CPUs, a 0-1 fraction.
-	CPUUtil       float64 `json:"cpu_util"`
-	CPUs          int32   `json:"cpus"`
+	CPUUtil float64 `json:"cpu_util"`
+	CPUs    int32   `json:"cpus"`
+	// CPUList is the agent's pin map (taskset -c syntax); empty when the
+	// agent was not pinned.
+	CPUList       string  `json:"cpu_list,omitempty"`
+	Missed        int64   `json:"missed"`
 	ClockOffsetUs float64 `json:"clock_offset_us"`
 	RTTUs         float64 `json:"rtt_us"`
 	// StartOffsetUs is the agent's first send minus the start instant.
@@ -132,15 +190,15 @@ type Agent struct {
 // FromResult builds the report of a merged run result. It fails on a
 // corrupt histogram.
 func FromResult(r *pb.RunResult) (*Report, error) {
-	var hs [5]*hist.Histogram
-	for i, b := range [][]byte{r.GetHistograms().GetLatency(), r.GetHistograms().GetConnect(), r.GetHistograms().GetTlsFull(), r.GetHistograms().GetTlsResumed(), r.GetHistograms().GetTtfb()} {
+	var hs [6]*hist.Histogram
+	for i, b := range [][]byte{r.GetHistograms().GetLatency(), r.GetHistograms().GetConnect(), r.GetHistograms().GetTlsFull(), r.GetHistograms().GetTlsResumed(), r.GetHistograms().GetTtfb(), r.GetHistograms().GetServiceTime()} {
 		h, err := hist.Decode(b)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.GetRunId(), err)
 		}
 		hs[i] = h
 	}
-	latency, connect, tlsFull, tlsResumed, ttfb := hs[0], hs[1], hs[2], hs[3], hs[4]
+	latency, connect, tlsFull, tlsResumed, ttfb, service := hs[0], hs[1], hs[2], hs[3], hs[4], hs[5]
 	tlsAll := hist.New()
 	if err := tlsAll.Merge(tlsFull); err != nil {
 		return nil, err
@@ -176,6 +234,44 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		TTFBUs:                ttfb.Summarize(),
 		TLS:                   tlsCounts(c.GetTls()),
 		MaxStreams:            r.GetMaxStreams(),
+		Mode:                  "closed",
+		LatencyBasis:          "actual send",
+		Missed:                c.GetMissed(),
+	}
+	pl := r.GetPlan()
+	if pl.GetRate() > 0 || (len(pl.GetStages()) > 0 && pl.GetStages()[0].GetRate() > 0) {
+		rep.Mode, rep.LatencyBasis = "open", "intended send"
+		rep.ServiceTimeUs = service.Summarize()
+	}
+	for _, pt := range r.GetTimeline() {
+		tp := TimelinePoint{
+			Index: pt.GetIndex(), StartS: pt.GetStart().AsDuration().Seconds(), DurationS: pt.GetLength().AsDuration().Seconds(),
+			Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
+			P50Us: pt.GetP50Us(), P90Us: pt.GetP90Us(), P99Us: pt.GetP99Us(), MaxUs: pt.GetMaxUs(), CPUBusy: pt.GetCpuBusy(),
+		}
+		if tp.DurationS > 0 {
+			tp.RPS = float64(tp.Requests) / tp.DurationS
+		}
+		rep.Timeline = append(rep.Timeline, tp)
+		rep.TargetRPS += tp.TargetRPS * tp.DurationS
+	}
+	if window > 0 {
+		rep.TargetRPS /= window
+	}
+	for _, st := range r.GetStages() {
+		h, err := hist.Decode(st.GetLatency())
+		if err != nil {
+			return nil, fmt.Errorf("run %s stage %d: %w", r.GetRunId(), st.GetIndex(), err)
+		}
+		sr := Stage{
+			Index: st.GetIndex(), StartS: st.GetStart().AsDuration().Seconds(), DurationS: st.GetDuration().AsDuration().Seconds(),
+			TargetFrom: st.GetTargetFrom(), TargetTo: st.GetTargetTo(), Requests: st.GetCounters().GetRequests(),
+			Errors: copyMap(st.GetCounters().GetErrors()), Status: statusMap(st.GetCounters().GetStatus()), Latency: h.Summarize(),
+		}
+		if sr.DurationS > 0 {
+			sr.RPS = float64(sr.Requests) / sr.DurationS
+		}
+		rep.Stages = append(rep.Stages, sr)
 	}
 	if window > 0 {
 		rep.RPS = float64(rep.Requests) / window
@@ -196,6 +292,7 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 			Errors: a.GetErrors(), InFlight: a.GetInFlight(), CPUs: a.GetCpus(),
 			ClockOffsetUs: us(a.GetClockOffset().AsDuration()), RTTUs: us(a.GetRtt().AsDuration()),
 			StartOffsetUs: us(a.GetStartOffset().AsDuration()), Error: a.GetError(),
+			CPUList: a.GetCpuList(), Missed: a.GetMissed(),
 		}
 		if window > 0 {
 			row.RPS = float64(a.GetRequests()) / window
@@ -205,7 +302,27 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		}
 		rep.AgentRows = append(rep.AgentRows, row)
 	}
+	rep.flagClientBound()
 	return rep, nil
+}
+
+// Client-bound thresholds (docs/design.md, invariant 6).
+const (
+	clientBusyLimit   = 0.90
+	clientMissedLimit = 0.01
+)
+
+// flagClientBound marks a run whose numbers may measure the client.
+func (r *Report) flagClientBound() {
+	for _, a := range r.AgentRows {
+		if a.CPUUtil > clientBusyLimit {
+			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
+		}
+	}
+	if r.Mode == "open" && r.Issued > 0 && float64(r.Missed) > clientMissedLimit*float64(r.Issued) {
+		r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("%d of %d sends (%.1f %%) started late", r.Missed, r.Issued, 100*float64(r.Missed)/float64(r.Issued)))
+	}
+	r.ClientBound = len(r.ClientBoundReasons) > 0
 }
 
 func statusMap(m map[int32]int64) map[string]int64 {
@@ -272,6 +389,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
 	p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
 	p.f("  %d agents and %d connections\n", r.AgentCount, r.Connections)
+	if r.Mode == "open" {
+		p.f("  open loop at %.0f requests/sec target; latency from each request's intended send time\n", r.TargetRPS)
+	}
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
 	}
@@ -293,7 +413,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	phases := []struct {
 		name string
 		s    *hist.Summary
-	}{{"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
+	}{{"Service", r.ServiceTimeUs}, {"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
 	header := false
 	for _, ph := range phases {
 		if ph.s == nil {
@@ -330,16 +450,36 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if n := r.ErrorTotal(); n > 0 {
 		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
 	}
+	if r.Mode == "open" {
+		p.f("  Target %.2f requests/sec, achieved %.2f; %d sends started late (missed)\n", r.TargetRPS, r.RPS, r.Missed)
+	}
+	if len(r.Stages) > 0 {
+		p.f("  %-6s %8s %8s %16s %10s %9s %9s %7s\n", "Stage", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")
+		for _, st := range r.Stages {
+			p50, p99 := "-", "-"
+			if st.Latency != nil {
+				p50, p99 = fmtUs(float64(st.Latency.P50)), fmtUs(float64(st.Latency.P99))
+			}
+			p.f("  %-6d %7.1fs %7.1fs %7d → %-6d %10.2f %9s %9s %7d\n", st.Index, st.StartS, st.DurationS, st.TargetFrom, st.TargetTo, st.RPS, p50, p99, sum(st.Errors))
+		}
+	}
 	p.f("Requests/sec: %10.2f\n", r.RPS)
 	p.f("Transfer/sec: %10s\n", fmtBytes(r.TransferBps))
 	p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
 	if w := r.Warmup; w != nil {
 		p.f("Warm-up:      %s, %d requests, %d errors (excluded above)\n", fmtSeconds(w.DurationS), w.Requests, sum(w.Errors))
 	}
+	if r.ClientBound {
+		p.f("WARNING: client-bound: %s; these numbers may measure the load generators, not the server\n", strings.Join(r.ClientBoundReasons, "; "))
+	}
 	p.f("Agents:\n")
-	p.f("  %-20s %6s %10s %10s %7s %8s %10s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START")
+	p.f("  %-20s %6s %10s %10s %7s %8s %10s %10s %s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START", "OFFSET", "PINNED")
 	for _, a := range r.AgentRows {
-		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, fmtSignedUs(a.StartOffsetUs))
+		pinned := a.CPUList
+		if pinned == "" {
+			pinned = "-"
+		}
+		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s %10s %s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, fmtSignedUs(a.StartOffsetUs), fmtSignedUs(a.ClockOffsetUs), pinned)
 		if a.Error != "" {
 			p.f("    ! %s (its measurements until then are included)\n", a.Error)
 		}

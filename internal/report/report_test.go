@@ -39,7 +39,11 @@ func result(t *testing.T) *pb.RunResult {
 		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
 		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Window:            durationpb.New(2 * time.Second),
-		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: empty, Ttfb: b},
+		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: empty, Ttfb: b, ServiceTime: empty},
+		Timeline: []*pb.TimelinePoint{
+			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, P50Us: 480, P90Us: 900, P99Us: 990, MaxUs: 1000, CpuBusy: []float64{0.25, 0.25}},
+			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, P50Us: 520, P90Us: 910, P99Us: 991, MaxUs: 999, CpuBusy: []float64{0.26, 0.24}},
+		},
 		Counters: &pb.Counters{
 			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
 			Status:            map[int32]int64{200: 990, 503: 10},
@@ -75,6 +79,30 @@ func TestFromResult(t *testing.T) {
 	}
 	if a := r.AgentRows[1]; a.CPUUtil != 0.25 || a.Error == "" {
 		t.Errorf("agent-2 cpu %v error %q", a.CPUUtil, a.Error)
+	}
+	if len(r.Timeline) != 2 || r.Timeline[1].RPS != 520 || r.Timeline[1].StartS != 1 {
+		t.Errorf("timeline %+v", r.Timeline)
+	}
+	if r.Mode != "closed" || r.ClientBound {
+		t.Errorf("mode %q client-bound %v", r.Mode, r.ClientBound)
+	}
+}
+
+func TestClientBound(t *testing.T) {
+	res := result(t)
+	res.Agents[0].CpuTime = durationpb.New(3800 * time.Millisecond) // 95 % of 2 CPUs × 2 s
+	r, err := FromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.ClientBound || len(r.ClientBoundReasons) != 1 || !strings.Contains(r.ClientBoundReasons[0], "agent-1's CPUs were 95 % busy") {
+		t.Fatalf("client-bound %v %q", r.ClientBound, r.ClientBoundReasons)
+	}
+	res = result(t)
+	res.Plan.Rate = 500
+	res.Counters.Missed = 20 // 2 % of 1005 issued
+	if r, _ = FromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
+		t.Fatalf("open loop with 2 %% missed: client-bound %v mode %q basis %q", r.ClientBound, r.Mode, r.LatencyBasis)
 	}
 }
 

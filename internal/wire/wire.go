@@ -15,28 +15,33 @@ import (
 // PlanToProto converts a plan.
 func PlanToProto(p plan.Plan) *pb.Plan {
 	out := &pb.Plan{
-		Url:         p.URL,
-		Method:      p.Method,
-		Body:        p.Body,
-		Connections: int64(p.Connections),
-		Duration:    dur(p.Duration),
-		Timeout:     dur(p.Timeout),
-		Interval:    dur(p.Interval),
-		Agents:      int32(p.Agents),
-		Requests:    p.Requests,
-		Warmup:      dur(p.Warmup),
-		NoKeepalive: p.NoKeepAlive,
-		Http2:       p.HTTP2,
-		MaxStreams:  int32(p.MaxStreams),
-		ConnectTo:   p.ConnectTo,
-		Resolver:    p.Resolver,
-		Headers:     headersToProto(p.Headers),
+		Url:            p.URL,
+		Method:         p.Method,
+		Body:           p.Body,
+		Connections:    int64(p.Connections),
+		Duration:       dur(p.Duration),
+		Timeout:        dur(p.Timeout),
+		Interval:       dur(p.Interval),
+		Agents:         int32(p.Agents),
+		Requests:       p.Requests,
+		Warmup:         dur(p.Warmup),
+		NoKeepalive:    p.NoKeepAlive,
+		Http2:          p.HTTP2,
+		MaxStreams:     int32(p.MaxStreams),
+		ConnectTo:      p.ConnectTo,
+		Resolver:       p.Resolver,
+		Headers:        headersToProto(p.Headers),
+		Rate:           p.Rate,
+		MaxConnections: int64(p.MaxConnections),
 		Tls: &pb.TLSOptions{
 			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
 			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
 			MinVersion: p.TLS.MinVersion, MaxVersion: p.TLS.MaxVersion,
 			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume,
 		},
+	}
+	for _, st := range p.Stages {
+		out.Stages = append(out.Stages, &pb.Stage{Duration: dur(st.Duration), Rate: st.Rate, Connections: int64(st.Connections)})
 	}
 	for _, r := range p.Mix {
 		out.Mix = append(out.Mix, &pb.Request{Method: r.Method, Url: r.URL, Headers: headersToProto(r.Headers), Body: r.Body, Weight: int32(r.Weight)})
@@ -63,22 +68,24 @@ func headersFromProto(hs []*pb.Header) []plan.Header {
 // PlanFromProto converts a plan; a nil message gives the zero plan.
 func PlanFromProto(m *pb.Plan) plan.Plan {
 	p := plan.Plan{
-		URL:         m.GetUrl(),
-		Method:      m.GetMethod(),
-		Body:        m.GetBody(),
-		Connections: int(m.GetConnections()),
-		Duration:    m.GetDuration().AsDuration(),
-		Timeout:     m.GetTimeout().AsDuration(),
-		Interval:    m.GetInterval().AsDuration(),
-		Agents:      int(m.GetAgents()),
-		Requests:    m.GetRequests(),
-		Warmup:      m.GetWarmup().AsDuration(),
-		NoKeepAlive: m.GetNoKeepalive(),
-		HTTP2:       m.GetHttp2(),
-		MaxStreams:  int(m.GetMaxStreams()),
-		ConnectTo:   m.GetConnectTo(),
-		Resolver:    m.GetResolver(),
-		Headers:     headersFromProto(m.GetHeaders()),
+		URL:            m.GetUrl(),
+		Method:         m.GetMethod(),
+		Body:           m.GetBody(),
+		Connections:    int(m.GetConnections()),
+		Duration:       m.GetDuration().AsDuration(),
+		Timeout:        m.GetTimeout().AsDuration(),
+		Interval:       m.GetInterval().AsDuration(),
+		Agents:         int(m.GetAgents()),
+		Requests:       m.GetRequests(),
+		Warmup:         m.GetWarmup().AsDuration(),
+		NoKeepAlive:    m.GetNoKeepalive(),
+		HTTP2:          m.GetHttp2(),
+		MaxStreams:     int(m.GetMaxStreams()),
+		ConnectTo:      m.GetConnectTo(),
+		Resolver:       m.GetResolver(),
+		Headers:        headersFromProto(m.GetHeaders()),
+		Rate:           m.GetRate(),
+		MaxConnections: int(m.GetMaxConnections()),
 		TLS: plan.TLS{
 			Insecure:   m.GetTls().GetInsecure(),
 			CAPEM:      m.GetTls().GetCaPem(),
@@ -93,6 +100,9 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 			Resume:     m.GetTls().GetResume(),
 		},
 	}
+	for _, st := range m.GetStages() {
+		p.Stages = append(p.Stages, plan.Stage{Duration: st.GetDuration().AsDuration(), Rate: st.GetRate(), Connections: int(st.GetConnections())})
+	}
 	for _, r := range m.GetMix() {
 		p.Mix = append(p.Mix, plan.Request{Method: r.GetMethod(), URL: r.GetUrl(), Headers: headersFromProto(r.GetHeaders()), Body: r.GetBody(), Weight: int(r.GetWeight())})
 	}
@@ -101,12 +111,14 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 
 // ShareToProto converts a share.
 func ShareToProto(s plan.Share) *pb.Share {
-	return &pb.Share{RunId: s.RunID, Plan: PlanToProto(s.Plan), Index: int32(s.Index), Count: int32(s.Count), Connections: int64(s.Connections), Requests: s.Requests}
+	return &pb.Share{RunId: s.RunID, Plan: PlanToProto(s.Plan), Index: int32(s.Index), Count: int32(s.Count), Connections: int64(s.Connections), Requests: s.Requests,
+		Rate: s.Rate, MaxConnections: int64(s.MaxConnections), StageTargets: s.StageTargets}
 }
 
 // ShareFromProto converts a share.
 func ShareFromProto(m *pb.Share) plan.Share {
-	return plan.Share{RunID: m.GetRunId(), Plan: PlanFromProto(m.GetPlan()), Index: int(m.GetIndex()), Count: int(m.GetCount()), Connections: int(m.GetConnections()), Requests: m.GetRequests()}
+	return plan.Share{RunID: m.GetRunId(), Plan: PlanFromProto(m.GetPlan()), Index: int(m.GetIndex()), Count: int(m.GetCount()), Connections: int(m.GetConnections()), Requests: m.GetRequests(),
+		Rate: m.GetRate(), MaxConnections: int(m.GetMaxConnections()), StageTargets: m.GetStageTargets()}
 }
 
 // CountsToProto converts engine counts; issued is carried separately by the
@@ -116,6 +128,7 @@ func CountsToProto(c *engine.Counts) *pb.Counters {
 		Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
+		Missed: c.Missed,
 	}
 	for k, n := range c.TLS {
 		if out.Tls == nil {
@@ -146,6 +159,7 @@ func AddCounters(dst, src *pb.Counters) {
 	dst.ConnectionsOpened += src.GetConnectionsOpened()
 	dst.Reconnects += src.GetReconnects()
 	dst.Retries += src.GetRetries()
+	dst.Missed += src.GetMissed()
 	dst.HandshakesFull += src.GetHandshakesFull()
 	dst.HandshakesResumed += src.GetHandshakesResumed()
 	for k, v := range src.GetTls() {
@@ -190,7 +204,7 @@ func HistogramsToProto(h *engine.Histograms) (*pb.Histograms, error) {
 	for _, f := range []struct {
 		h   *hist.Histogram
 		dst *[]byte
-	}{{h.Latency, &out.Latency}, {h.Connect, &out.Connect}, {h.TLSFull, &out.TlsFull}, {h.TLSResumed, &out.TlsResumed}, {h.TTFB, &out.Ttfb}} {
+	}{{h.Latency, &out.Latency}, {h.Connect, &out.Connect}, {h.TLSFull, &out.TlsFull}, {h.TLSResumed, &out.TlsResumed}, {h.TTFB, &out.Ttfb}, {h.Service, &out.ServiceTime}} {
 		b, err := f.h.Encode()
 		if err != nil {
 			return nil, err
@@ -208,7 +222,7 @@ func HistogramsFromProto(m *pb.Histograms) (engine.Histograms, error) {
 		name string
 		b    []byte
 		dst  **hist.Histogram
-	}{{"latency", m.GetLatency(), &h.Latency}, {"connect", m.GetConnect(), &h.Connect}, {"tls_full", m.GetTlsFull(), &h.TLSFull}, {"tls_resumed", m.GetTlsResumed(), &h.TLSResumed}, {"ttfb", m.GetTtfb(), &h.TTFB}} {
+	}{{"latency", m.GetLatency(), &h.Latency}, {"connect", m.GetConnect(), &h.Connect}, {"tls_full", m.GetTlsFull(), &h.TLSFull}, {"tls_resumed", m.GetTlsResumed(), &h.TLSResumed}, {"ttfb", m.GetTtfb(), &h.TTFB}, {"service_time", m.GetServiceTime(), &h.Service}} {
 		d, err := hist.Decode(f.b)
 		if err != nil {
 			return h, fmt.Errorf("%s histogram: %w", f.name, err)

@@ -339,7 +339,9 @@ type Ready struct {
 	// usable_cpus is the number of CPUs the engine runs on.
 	UsableCpus int32 `protobuf:"varint,2,opt,name=usable_cpus,json=usableCpus,proto3" json:"usable_cpus,omitempty"`
 	// errors counts connections that could not be opened, by kind.
-	Errors        map[string]int64 `protobuf:"bytes,3,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Errors map[string]int64 `protobuf:"bytes,3,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// cpu_list is the CPUs the agent is pinned to, empty when not pinned.
+	CpuList       string `protobuf:"bytes,4,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -393,6 +395,13 @@ func (x *Ready) GetErrors() map[string]int64 {
 		return x.Errors
 	}
 	return nil
+}
+
+func (x *Ready) GetCpuList() string {
+	if x != nil {
+		return x.CpuList
+	}
+	return ""
 }
 
 // Interval is one reporting interval of one agent: [start + k*interval,
@@ -601,12 +610,13 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\x05ready\x18\x01 \x01(\v2\x11.phalanx.v1.ReadyH\x00R\x05ready\x122\n" +
 	"\binterval\x18\x02 \x01(\v2\x14.phalanx.v1.IntervalH\x00R\binterval\x12&\n" +
 	"\x04done\x18\x03 \x01(\v2\x10.phalanx.v1.DoneH\x00R\x04doneB\x05\n" +
-	"\x03msg\"\xbc\x01\n" +
+	"\x03msg\"\xd7\x01\n" +
 	"\x05Ready\x12 \n" +
 	"\vconnections\x18\x01 \x01(\x03R\vconnections\x12\x1f\n" +
 	"\vusable_cpus\x18\x02 \x01(\x05R\n" +
 	"usableCpus\x125\n" +
-	"\x06errors\x18\x03 \x03(\v2\x1d.phalanx.v1.Ready.ErrorsEntryR\x06errors\x1a9\n" +
+	"\x06errors\x18\x03 \x03(\v2\x1d.phalanx.v1.Ready.ErrorsEntryR\x06errors\x12\x19\n" +
+	"\bcpu_list\x18\x04 \x01(\tR\acpuList\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8c\x02\n" +

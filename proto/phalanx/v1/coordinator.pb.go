@@ -348,7 +348,11 @@ type RunResult struct {
 	WarmupDuration *durationpb.Duration `protobuf:"bytes,11,opt,name=warmup_duration,json=warmupDuration,proto3" json:"warmup_duration,omitempty"`
 	// max_streams is the smallest effective streams per HTTP/2 connection
 	// across agents (0 for HTTP/1.1).
-	MaxStreams    int32 `protobuf:"varint,12,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
+	MaxStreams int32 `protobuf:"varint,12,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
+	// timeline has one point per interval, merged across agents.
+	Timeline []*TimelinePoint `protobuf:"bytes,13,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	// stages has one entry per plan stage.
+	Stages        []*StageResult `protobuf:"bytes,14,rep,name=stages,proto3" json:"stages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -467,6 +471,255 @@ func (x *RunResult) GetMaxStreams() int32 {
 	return 0
 }
 
+func (x *RunResult) GetTimeline() []*TimelinePoint {
+	if x != nil {
+		return x.Timeline
+	}
+	return nil
+}
+
+func (x *RunResult) GetStages() []*StageResult {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// TimelinePoint is interval k of the window, merged across agents: every
+// agent's interval k covers the same offsets from the start instant.
+type TimelinePoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// start is the interval's offset from the window's start.
+	Start    *durationpb.Duration `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	Length   *durationpb.Duration `protobuf:"bytes,3,opt,name=length,proto3" json:"length,omitempty"`
+	Requests int64                `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Errors   int64                `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
+	Missed   int64                `protobuf:"varint,6,opt,name=missed,proto3" json:"missed,omitempty"`
+	// Percentiles of the interval's merged latency histogram, us.
+	P50Us int64 `protobuf:"varint,7,opt,name=p50_us,json=p50Us,proto3" json:"p50_us,omitempty"`
+	P90Us int64 `protobuf:"varint,8,opt,name=p90_us,json=p90Us,proto3" json:"p90_us,omitempty"`
+	P99Us int64 `protobuf:"varint,9,opt,name=p99_us,json=p99Us,proto3" json:"p99_us,omitempty"`
+	MaxUs int64 `protobuf:"varint,10,opt,name=max_us,json=maxUs,proto3" json:"max_us,omitempty"`
+	// target_rps is the plan's target rate at the interval's middle (open
+	// loop; 0 in closed loop).
+	TargetRps float64 `protobuf:"fixed64,11,opt,name=target_rps,json=targetRps,proto3" json:"target_rps,omitempty"`
+	// cpu_busy is each agent's busy fraction of its usable CPUs in the
+	// interval, in the order of RunResult.agents.
+	CpuBusy       []float64 `protobuf:"fixed64,12,rep,packed,name=cpu_busy,json=cpuBusy,proto3" json:"cpu_busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimelinePoint) Reset() {
+	*x = TimelinePoint{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelinePoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelinePoint) ProtoMessage() {}
+
+func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
+func (*TimelinePoint) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TimelinePoint) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetStart() *durationpb.Duration {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetLength() *durationpb.Duration {
+	if x != nil {
+		return x.Length
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetMissed() int64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetP50Us() int64 {
+	if x != nil {
+		return x.P50Us
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetP90Us() int64 {
+	if x != nil {
+		return x.P90Us
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetP99Us() int64 {
+	if x != nil {
+		return x.P99Us
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetMaxUs() int64 {
+	if x != nil {
+		return x.MaxUs
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetTargetRps() float64 {
+	if x != nil {
+		return x.TargetRps
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetCpuBusy() []float64 {
+	if x != nil {
+		return x.CpuBusy
+	}
+	return nil
+}
+
+// StageResult is one stage's merged outcome.
+type StageResult struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Index    int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Start    *durationpb.Duration   `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	Duration *durationpb.Duration   `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`
+	// target_from and target_to: rate (open loop) or connections.
+	TargetFrom int64     `protobuf:"varint,4,opt,name=target_from,json=targetFrom,proto3" json:"target_from,omitempty"`
+	TargetTo   int64     `protobuf:"varint,5,opt,name=target_to,json=targetTo,proto3" json:"target_to,omitempty"`
+	Counters   *Counters `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
+	// latency is the stage's merged latency histogram (V2 compressed, us).
+	Latency       []byte `protobuf:"bytes,7,opt,name=latency,proto3" json:"latency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StageResult) Reset() {
+	*x = StageResult{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StageResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StageResult) ProtoMessage() {}
+
+func (x *StageResult) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
+func (*StageResult) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StageResult) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *StageResult) GetStart() *durationpb.Duration {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *StageResult) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *StageResult) GetTargetFrom() int64 {
+	if x != nil {
+		return x.TargetFrom
+	}
+	return 0
+}
+
+func (x *StageResult) GetTargetTo() int64 {
+	if x != nil {
+		return x.TargetTo
+	}
+	return 0
+}
+
+func (x *StageResult) GetCounters() *Counters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *StageResult) GetLatency() []byte {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
 // AgentResult is one agent's part of a run.
 type AgentResult struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -492,14 +745,19 @@ type AgentResult struct {
 	// then are kept); empty when it completed.
 	Error string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
 	// grpc_addr is the agent's gRPC address.
-	GrpcAddr      string `protobuf:"bytes,13,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	GrpcAddr string `protobuf:"bytes,13,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// cpu_list is the CPUs the agent is pinned to (taskset -c syntax), empty
+	// when not pinned.
+	CpuList string `protobuf:"bytes,14,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
+	// missed counts the agent's late open-loop sends.
+	Missed        int64 `protobuf:"varint,15,opt,name=missed,proto3" json:"missed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +769,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +782,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AgentResult) GetName() string {
@@ -618,6 +876,20 @@ func (x *AgentResult) GetGrpcAddr() string {
 	return ""
 }
 
+func (x *AgentResult) GetCpuList() string {
+	if x != nil {
+		return x.CpuList
+	}
+	return ""
+}
+
+func (x *AgentResult) GetMissed() int64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
 var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
@@ -639,7 +911,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x03R\x06errors\x12\x15\n" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
-	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xb1\x04\n" +
+	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\x99\x05\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -657,7 +929,33 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	" \x01(\v2\x14.phalanx.v1.CountersR\x06warmup\x12B\n" +
 	"\x0fwarmup_duration\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0ewarmupDuration\x12\x1f\n" +
 	"\vmax_streams\x18\f \x01(\x05R\n" +
-	"maxStreams\"\xd2\x03\n" +
+	"maxStreams\x125\n" +
+	"\btimeline\x18\r \x03(\v2\x19.phalanx.v1.TimelinePointR\btimeline\x12/\n" +
+	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\"\xeb\x02\n" +
+	"\rTimelinePoint\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
+	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
+	"\x06length\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06length\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x16\n" +
+	"\x06missed\x18\x06 \x01(\x03R\x06missed\x12\x15\n" +
+	"\x06p50_us\x18\a \x01(\x03R\x05p50Us\x12\x15\n" +
+	"\x06p90_us\x18\b \x01(\x03R\x05p90Us\x12\x15\n" +
+	"\x06p99_us\x18\t \x01(\x03R\x05p99Us\x12\x15\n" +
+	"\x06max_us\x18\n" +
+	" \x01(\x03R\x05maxUs\x12\x1d\n" +
+	"\n" +
+	"target_rps\x18\v \x01(\x01R\ttargetRps\x12\x19\n" +
+	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\"\x95\x02\n" +
+	"\vStageResult\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
+	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x125\n" +
+	"\bduration\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x1f\n" +
+	"\vtarget_from\x18\x04 \x01(\x03R\n" +
+	"targetFrom\x12\x1b\n" +
+	"\ttarget_to\x18\x05 \x01(\x03R\btargetTo\x120\n" +
+	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
+	"\alatency\x18\a \x01(\fR\alatency\"\x85\x04\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -672,7 +970,9 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\vstartOffset\x12\x16\n" +
 	"\x06issued\x18\v \x01(\x03R\x06issued\x12\x14\n" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
-	"\tgrpc_addr\x18\r \x01(\tR\bgrpcAddr2\xa7\x01\n" +
+	"\tgrpc_addr\x18\r \x01(\tR\bgrpcAddr\x12\x19\n" +
+	"\bcpu_list\x18\x0e \x01(\tR\acpuList\x12\x16\n" +
+	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xa7\x01\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
@@ -690,7 +990,7 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*ListAgentsRequest)(nil),   // 0: phalanx.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),  // 1: phalanx.v1.ListAgentsResponse
@@ -698,40 +998,49 @@ var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*RunPlanResponse)(nil),     // 3: phalanx.v1.RunPlanResponse
 	(*Progress)(nil),            // 4: phalanx.v1.Progress
 	(*RunResult)(nil),           // 5: phalanx.v1.RunResult
-	(*AgentResult)(nil),         // 6: phalanx.v1.AgentResult
-	(*NodeMeta)(nil),            // 7: phalanx.v1.NodeMeta
-	(*Plan)(nil),                // 8: phalanx.v1.Plan
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
-	(*Histograms)(nil),          // 10: phalanx.v1.Histograms
-	(*Counters)(nil),            // 11: phalanx.v1.Counters
+	(*TimelinePoint)(nil),       // 6: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),         // 7: phalanx.v1.StageResult
+	(*AgentResult)(nil),         // 8: phalanx.v1.AgentResult
+	(*NodeMeta)(nil),            // 9: phalanx.v1.NodeMeta
+	(*Plan)(nil),                // 10: phalanx.v1.Plan
+	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
+	(*Histograms)(nil),          // 12: phalanx.v1.Histograms
+	(*Counters)(nil),            // 13: phalanx.v1.Counters
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	7,  // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	8,  // 1: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	9,  // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	10, // 1: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
 	4,  // 2: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
 	5,  // 3: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	9,  // 4: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	8,  // 5: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	9,  // 6: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	10, // 7: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	11, // 8: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	9,  // 9: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	6,  // 10: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	11, // 11: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	9,  // 12: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	9,  // 13: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	9,  // 14: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	9,  // 15: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	9,  // 16: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	0,  // 17: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	2,  // 18: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	1,  // 19: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	3,  // 20: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	11, // 4: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	10, // 5: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	11, // 6: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	12, // 7: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	13, // 8: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	11, // 9: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	8,  // 10: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	13, // 11: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	11, // 12: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	6,  // 13: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	7,  // 14: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	11, // 15: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	11, // 16: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	11, // 17: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	11, // 18: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	13, // 19: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	11, // 20: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	11, // 21: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	11, // 22: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	11, // 23: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	0,  // 24: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	2,  // 25: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	1,  // 26: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	3,  // 27: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	26, // [26:28] is the sub-list for method output_type
+	24, // [24:26] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -752,7 +1061,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

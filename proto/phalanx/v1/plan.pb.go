@@ -62,7 +62,16 @@ type Plan struct {
 	// resolver is a DNS server host:port for resolving the target.
 	Resolver string `protobuf:"bytes,17,opt,name=resolver,proto3" json:"resolver,omitempty"`
 	// mix is the request mix; empty means the one request above.
-	Mix           []*Request `protobuf:"bytes,18,rep,name=mix,proto3" json:"mix,omitempty"`
+	Mix []*Request `protobuf:"bytes,18,rep,name=mix,proto3" json:"mix,omitempty"`
+	// rate, when above 0, runs open loop at this total target rate
+	// (requests/s across the cluster, wrk2's -R).
+	Rate int64 `protobuf:"varint,19,opt,name=rate,proto3" json:"rate,omitempty"`
+	// max_connections caps the connections an open-loop run may open
+	// (default: connections).
+	MaxConnections int64 `protobuf:"varint,20,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	// stages ramp the target (rate in open loop, connections in closed
+	// loop) linearly from the previous stage's target.
+	Stages        []*Stage `protobuf:"bytes,21,rep,name=stages,proto3" json:"stages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -223,6 +232,89 @@ func (x *Plan) GetMix() []*Request {
 	return nil
 }
 
+func (x *Plan) GetRate() int64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *Plan) GetMaxConnections() int64 {
+	if x != nil {
+		return x.MaxConnections
+	}
+	return 0
+}
+
+func (x *Plan) GetStages() []*Stage {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// Stage is a duration with a target, ramped linearly from the previous
+// stage's (the first from the plan's rate or connections).
+type Stage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Duration      *durationpb.Duration   `protobuf:"bytes,1,opt,name=duration,proto3" json:"duration,omitempty"`
+	Rate          int64                  `protobuf:"varint,2,opt,name=rate,proto3" json:"rate,omitempty"`
+	Connections   int64                  `protobuf:"varint,3,opt,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stage) Reset() {
+	*x = Stage{}
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stage) ProtoMessage() {}
+
+func (x *Stage) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stage.ProtoReflect.Descriptor instead.
+func (*Stage) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Stage) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *Stage) GetRate() int64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *Stage) GetConnections() int64 {
+	if x != nil {
+		return x.Connections
+	}
+	return 0
+}
+
 // Request is one entry of a request mix.
 type Request struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -237,7 +329,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +341,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +354,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Request) GetMethod() string {
@@ -311,7 +403,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +415,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +428,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Header) GetName() string {
@@ -382,7 +474,7 @@ type TLSOptions struct {
 
 func (x *TLSOptions) Reset() {
 	*x = TLSOptions{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +486,7 @@ func (x *TLSOptions) String() string {
 func (*TLSOptions) ProtoMessage() {}
 
 func (x *TLSOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +499,7 @@ func (x *TLSOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLSOptions.ProtoReflect.Descriptor instead.
 func (*TLSOptions) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TLSOptions) GetInsecure() bool {
@@ -501,14 +593,20 @@ type Share struct {
 	// connections is this agent's number of connections.
 	Connections int64 `protobuf:"varint,5,opt,name=connections,proto3" json:"connections,omitempty"`
 	// requests is this agent's exact request count in count mode.
-	Requests      int64 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
+	Requests int64 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
+	// rate is this agent's part of the plan's rate.
+	Rate int64 `protobuf:"varint,7,opt,name=rate,proto3" json:"rate,omitempty"`
+	// max_connections is this agent's part of the connection cap.
+	MaxConnections int64 `protobuf:"varint,8,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	// stage_targets are this agent's parts of the stage targets.
+	StageTargets  []int64 `protobuf:"varint,9,rep,packed,name=stage_targets,json=stageTargets,proto3" json:"stage_targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +618,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +631,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Share) GetRunId() string {
@@ -578,12 +676,33 @@ func (x *Share) GetRequests() int64 {
 	return 0
 }
 
+func (x *Share) GetRate() int64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *Share) GetMaxConnections() int64 {
+	if x != nil {
+		return x.MaxConnections
+	}
+	return 0
+}
+
+func (x *Share) GetStageTargets() []int64 {
+	if x != nil {
+		return x.StageTargets
+	}
+	return nil
+}
+
 var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x84\x05\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xec\x05\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -605,7 +724,14 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"connect_to\x18\x10 \x01(\tR\tconnectTo\x12\x1a\n" +
 	"\bresolver\x18\x11 \x01(\tR\bresolver\x12%\n" +
-	"\x03mix\x18\x12 \x03(\v2\x13.phalanx.v1.RequestR\x03mix\"\x8d\x01\n" +
+	"\x03mix\x18\x12 \x03(\v2\x13.phalanx.v1.RequestR\x03mix\x12\x12\n" +
+	"\x04rate\x18\x13 \x01(\x03R\x04rate\x12'\n" +
+	"\x0fmax_connections\x18\x14 \x01(\x03R\x0emaxConnections\x12)\n" +
+	"\x06stages\x18\x15 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"t\n" +
+	"\x05Stage\x125\n" +
+	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x12\n" +
+	"\x04rate\x18\x02 \x01(\x03R\x04rate\x12 \n" +
+	"\vconnections\x18\x03 \x01(\x03R\vconnections\"\x8d\x01\n" +
 	"\aRequest\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12,\n" +
@@ -631,14 +757,17 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x06curves\x18\t \x03(\tR\x06curves\x12\x12\n" +
 	"\x04alpn\x18\n" +
 	" \x03(\tR\x04alpn\x12\x16\n" +
-	"\x06resume\x18\v \x01(\bR\x06resume\"\xae\x01\n" +
+	"\x06resume\x18\v \x01(\bR\x06resume\"\x90\x02\n" +
 	"\x05Share\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12 \n" +
 	"\vconnections\x18\x05 \x01(\x03R\vconnections\x12\x1a\n" +
-	"\brequests\x18\x06 \x01(\x03R\brequestsB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\brequests\x18\x06 \x01(\x03R\brequests\x12\x12\n" +
+	"\x04rate\x18\a \x01(\x03R\x04rate\x12'\n" +
+	"\x0fmax_connections\x18\b \x01(\x03R\x0emaxConnections\x12#\n" +
+	"\rstage_targets\x18\t \x03(\x03R\fstageTargetsB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_plan_proto_rawDescOnce sync.Once
@@ -652,30 +781,33 @@ func file_phalanx_v1_plan_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_plan_proto_rawDescData
 }
 
-var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_phalanx_v1_plan_proto_goTypes = []any{
 	(*Plan)(nil),                // 0: phalanx.v1.Plan
-	(*Request)(nil),             // 1: phalanx.v1.Request
-	(*Header)(nil),              // 2: phalanx.v1.Header
-	(*TLSOptions)(nil),          // 3: phalanx.v1.TLSOptions
-	(*Share)(nil),               // 4: phalanx.v1.Share
-	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
+	(*Stage)(nil),               // 1: phalanx.v1.Stage
+	(*Request)(nil),             // 2: phalanx.v1.Request
+	(*Header)(nil),              // 3: phalanx.v1.Header
+	(*TLSOptions)(nil),          // 4: phalanx.v1.TLSOptions
+	(*Share)(nil),               // 5: phalanx.v1.Share
+	(*durationpb.Duration)(nil), // 6: google.protobuf.Duration
 }
 var file_phalanx_v1_plan_proto_depIdxs = []int32{
-	2, // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
-	5, // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
-	5, // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
-	3, // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
-	5, // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
-	5, // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
-	1, // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
-	2, // 7: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
-	0, // 8: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	3,  // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
+	6,  // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
+	6,  // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
+	4,  // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
+	6,  // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
+	6,  // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
+	2,  // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
+	1,  // 7: phalanx.v1.Plan.stages:type_name -> phalanx.v1.Stage
+	6,  // 8: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
+	3,  // 9: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
+	0,  // 10: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_plan_proto_init() }
@@ -689,7 +821,7 @@ func file_phalanx_v1_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_plan_proto_rawDesc), len(file_phalanx_v1_plan_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -51,7 +51,10 @@ type Counters struct {
 	// tls counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:TLS_AES_128_GCM_SHA256", "group:X25519",
 	// "alpn:h2".
-	Tls           map[string]int64 `protobuf:"bytes,11,rep,name=tls,proto3" json:"tls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Tls map[string]int64 `protobuf:"bytes,11,rep,name=tls,proto3" json:"tls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// missed counts open-loop sends that started more than 1 ms after their
+	// intended time (they were still sent).
+	Missed        int64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -163,6 +166,13 @@ func (x *Counters) GetTls() map[string]int64 {
 	return nil
 }
 
+func (x *Counters) GetMissed() int64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
 // Histograms are the HdrHistograms of an interval or a run, each in
 // HdrHistogram's V2 compressed encoding, values in microseconds, all with
 // the same geometry (1 us to 24 h, 3 significant digits).
@@ -177,7 +187,11 @@ type Histograms struct {
 	TlsFull    []byte `protobuf:"bytes,3,opt,name=tls_full,json=tlsFull,proto3" json:"tls_full,omitempty"`
 	TlsResumed []byte `protobuf:"bytes,4,opt,name=tls_resumed,json=tlsResumed,proto3" json:"tls_resumed,omitempty"`
 	// ttfb: time from the request's write to its first response byte.
-	Ttfb          []byte `protobuf:"bytes,5,opt,name=ttfb,proto3" json:"ttfb,omitempty"`
+	Ttfb []byte `protobuf:"bytes,5,opt,name=ttfb,proto3" json:"ttfb,omitempty"`
+	// service_time: open loop only, completed responses from the actual
+	// send (wrk2's uncorrected histogram); latency then runs from the
+	// intended send time.
+	ServiceTime   []byte `protobuf:"bytes,6,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -247,12 +261,19 @@ func (x *Histograms) GetTtfb() []byte {
 	return nil
 }
 
+func (x *Histograms) GetServiceTime() []byte {
+	if x != nil {
+		return x.ServiceTime
+	}
+	return nil
+}
+
 var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\"\xf1\x04\n" +
+	"phalanx.v1\"\x89\x05\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -268,7 +289,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x0fhandshakes_full\x18\t \x01(\x03R\x0ehandshakesFull\x12-\n" +
 	"\x12handshakes_resumed\x18\n" +
 	" \x01(\x03R\x11handshakesResumed\x12/\n" +
-	"\x03tls\x18\v \x03(\v2\x1d.phalanx.v1.Counters.TlsEntryR\x03tls\x1a9\n" +
+	"\x03tls\x18\v \x03(\v2\x1d.phalanx.v1.Counters.TlsEntryR\x03tls\x12\x16\n" +
+	"\x06missed\x18\f \x01(\x03R\x06missed\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
@@ -277,7 +299,7 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a6\n" +
 	"\bTlsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x90\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xb3\x01\n" +
 	"\n" +
 	"Histograms\x12\x18\n" +
 	"\alatency\x18\x01 \x01(\fR\alatency\x12\x18\n" +
@@ -285,7 +307,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\btls_full\x18\x03 \x01(\fR\atlsFull\x12\x1f\n" +
 	"\vtls_resumed\x18\x04 \x01(\fR\n" +
 	"tlsResumed\x12\x12\n" +
-	"\x04ttfb\x18\x05 \x01(\fR\x04ttfbB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\x04ttfb\x18\x05 \x01(\fR\x04ttfb\x12!\n" +
+	"\fservice_time\x18\x06 \x01(\fR\vserviceTimeB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_stats_proto_rawDescOnce sync.Once

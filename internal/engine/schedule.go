@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"math"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// MissThreshold is how late an open-loop send may start before it counts
+// as missed.
+const MissThreshold = time.Millisecond
+
+// segment is a linear piece of a target function: from `from` at start to
+// `to` at start+dur. n0 is the cumulative count (the integral of a rate)
+// at start.
+type segment struct {
+	start, dur time.Duration
+	from, to   float64
+	n0         float64
+}
+
+// schedule is one worker's target over time, as offsets from the start
+// instant: the base value through the warm-up, then one linear segment per
+// stage (or the base value for the whole window). It is a rate (requests/s)
+// in open loop and a connection count in closed loop. end is the
+// schedule's end; zero means unbounded (count mode without a duration).
+type schedule struct {
+	segs []segment
+	end  time.Duration
+}
+
+// newSchedule builds a worker's schedule: base is its part of the plan's
+// rate or connections, targets its parts of the stage targets.
+func newSchedule(p plan.Plan, base float64, targets []float64) schedule {
+	var s schedule
+	t := time.Duration(0)
+	add := func(dur time.Duration, from, to float64) {
+		n0 := 0.0
+		if len(s.segs) > 0 {
+			last := s.segs[len(s.segs)-1]
+			n0 = last.n0 + (last.from+last.to)/2*last.dur.Seconds()
+		}
+		s.segs = append(s.segs, segment{start: t, dur: dur, from: from, to: to, n0: n0})
+		t += dur
+	}
+	if p.Warmup > 0 {
+		add(p.Warmup, base, base)
+	}
+	if len(targets) == 0 {
+		if p.Duration > 0 {
+			add(p.Duration, base, base)
+			s.end = t
+		} else {
+			add(time.Duration(math.MaxInt64/2), base, base)
+		}
+		return s
+	}
+	prev := base
+	for i, st := range p.Stages {
+		add(st.Duration, prev, targets[i])
+		prev = targets[i]
+	}
+	s.end = t
+	return s
+}
+
+// value returns the target at offset t.
+func (s *schedule) value(t time.Duration) float64 {
+	for _, g := range s.segs {
+		if t < g.start+g.dur {
+			if g.dur <= 0 {
+				return g.to
+			}
+			f := float64(t-g.start) / float64(g.dur)
+			return g.from + (g.to-g.from)*f
+		}
+	}
+	if n := len(s.segs); n > 0 {
+		return s.segs[n-1].to
+	}
+	return 0
+}
+
+// at returns the offset at which the cumulative count (the integral of the
+// rate) reaches n, or false when the schedule ends first.
+func (s *schedule) at(n float64) (time.Duration, bool) {
+	for _, g := range s.segs {
+		d := g.dur.Seconds()
+		total := (g.from + g.to) / 2 * d
+		if n > g.n0+total {
+			continue
+		}
+		x := n - g.n0 // requests into this segment
+		var tau float64
+		if g.to == g.from {
+			if g.from <= 0 {
+				continue
+			}
+			tau = x / g.from
+		} else {
+			// from·τ + (to−from)·τ²/(2d) = x
+			a := (g.to - g.from) / (2 * d)
+			disc := g.from*g.from + 4*a*x
+			if disc < 0 {
+				disc = 0
+			}
+			tau = (-g.from + math.Sqrt(disc)) / (2 * a)
+		}
+		return g.start + time.Duration(tau*float64(time.Second)), true
+	}
+	return 0, false
+}

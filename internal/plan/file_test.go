@@ -1,0 +1,113 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExamplePlans parses and validates every plan in examples/plans, so
+// the documented examples stay valid.
+func TestExamplePlans(t *testing.T) {
+	files, err := filepath.Glob("../../examples/plans/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("example plans: %v, %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ParseFile(data, os.ReadFile)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		p.SetDefaults()
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	in := `
+url: https://app.test:8443/
+rate: 1000
+connections: 20
+duration: 90
+warmup: 5s
+keepalive: false
+headers: ["Accept-Encoding: br", "X-A: 1, 2"]
+body_file: body.txt
+tls:
+  resume: true
+  ciphers: [ECDHE-RSA-AES128-GCM-SHA256]
+stages:
+  - duration: 30s
+    rate: 2000
+  - {duration: 60, rate: 2000}
+mix:
+  - {url: "https://app.test:8443/a", weight: 3}
+  - {method: POST, url: "https://app.test:8443/b", headers: ["Content-Type: text/plain"], body_file: body.txt}
+`
+	p, err := ParseFile([]byte(in), readFiles(map[string]string{"body.txt": "hello"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rate != 1000 || p.Connections != 20 || p.Duration != 90*time.Second || p.Warmup != 5*time.Second || !p.NoKeepAlive ||
+		string(p.Body) != "hello" || !p.TLS.Resume || len(p.Stages) != 2 || p.Stages[1].Duration != time.Minute ||
+		len(p.Mix) != 2 || p.Mix[0].Weight != 3 || string(p.Mix[1].Body) != "hello" || p.Headers[1].Value != "1, 2" {
+		t.Fatalf("ParseFile = %+v", p)
+	}
+	p.SetDefaults()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseFileErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"url: https://x/\nconections: 5", "field conections not found"},
+		{"duration: soon", `"soon": want a duration such as 10s`},
+		{"headers: [nocolon]", `headers[0] = "nocolon": want 'Name: value'`},
+		{"body_file: missing.txt", "body_file: open missing.txt"},
+		{"url: [", "plan file:"},
+	} {
+		_, err := ParseFile([]byte(tc.in), readFiles(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseFile(%q) = %v, want error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestValidateStages: a bad plan's error names the field, the value and
+// what is allowed.
+func TestValidateStages(t *testing.T) {
+	for _, tc := range []struct {
+		p    Plan
+		want string
+	}{
+		{Plan{URL: "https://x/", Rate: 100, Stages: []Stage{{Duration: 1500 * time.Millisecond, Rate: 200}}}, "stages[0].duration = 1.5s: want a multiple of the interval (1s)"},
+		{Plan{URL: "https://x/", Rate: 100, Stages: []Stage{{Duration: time.Second, Connections: 5}}}, "stages[0].connections = 5: an open-loop plan (rate) ramps rate"},
+		{Plan{URL: "https://x/", Stages: []Stage{{Duration: time.Second, Rate: 5}}, Connections: 2}, ""},
+		{Plan{URL: "https://x/", Connections: 2, Stages: []Stage{{Duration: time.Second, Connections: 5}}, Duration: 3 * time.Second}, "duration = 3s: want the stages' total (1s)"},
+		{Plan{URL: "https://x/", Connections: 5, MaxConnections: 10}, "max_connections = 10: only open-loop runs"},
+		{Plan{URL: "https://x/", Rate: -1}, "rate = -1"},
+	} {
+		p := tc.p
+		p.SetDefaults()
+		err := p.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("Validate(%+v) = %v, want ok", tc.p, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want %q", tc.p, err, tc.want)
+		}
+	}
+}
