@@ -386,6 +386,13 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		Warmup:            wire.CountsToProto(&res.Warmup),
 		MaxStreams:        int32(res.MaxStreams),
 	}
+	for _, t := range res.StageChanges {
+		var ns int64
+		if !t.IsZero() {
+			ns = t.UnixNano()
+		}
+		done.StageChangeUnixNano = append(done.StageChangeUnixNano, ns)
+	}
 	if !res.FirstSend.IsZero() {
 		done.FirstSendUnixNano = res.FirstSend.UnixNano()
 	}

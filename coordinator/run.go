@@ -419,6 +419,27 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 	if window > 0 {
 		res.Window = durationpb.New(window)
 	}
+	// Stage change skew: when each agent began sending on stage i's
+	// schedule, in the coordinator's clock.
+	for i := 1; i < len(res.Stages); i++ {
+		var lo, hi time.Time
+		for _, r := range runs {
+			ch := r.done.GetStageChangeUnixNano()
+			if r.done == nil || i-1 >= len(ch) || ch[i-1] == 0 {
+				continue
+			}
+			at := time.Unix(0, ch[i-1]).Add(-r.offset)
+			if lo.IsZero() || at.Before(lo) {
+				lo = at
+			}
+			if at.After(hi) {
+				hi = at
+			}
+		}
+		if !lo.IsZero() {
+			res.Stages[i].ChangeSkew = durationpb.New(hi.Sub(lo))
+		}
+	}
 	return res, nil
 }
 

@@ -100,6 +100,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		def = "127.0.0.1:7000"
 	}
 	root.PersistentFlags().StringVar(&coordAddr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
-	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd())
+	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd(), newTargetCmd())
 	return root
 }

@@ -160,9 +160,12 @@ func (c *conn) loop() {
 			c.pos = 0
 		}
 		o := c.do(t0, en)
-		if c.w.open && o.sent.Sub(t0) > MissThreshold {
-			o.missed = true
-			e.grow(c.w)
+		if c.w.open {
+			e.noteStage(t0, o.sent)
+			if o.sent.Sub(t0) > MissThreshold {
+				o.missed = true
+				e.grow(c.w)
+			}
 		}
 		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 			if !inWindow {

@@ -55,8 +55,13 @@ type Engine struct {
 	windowEnd   time.Time // windowStart + duration; zero time: no limit
 	interval    time.Duration
 
-	firstSend  atomic.Int64 // unix nanos (engine clock) of the first send; 0 = none
-	maxStreams atomic.Int32 // effective HTTP/2 streams per connection (min seen)
+	firstSend atomic.Int64 // unix nanos (engine clock) of the first send; 0 = none
+	// stageStarts are the stages' start offsets from the start instant;
+	// stageLate[i] is 1 + the lateness (ns) of the first open-loop send
+	// scheduled at or after stage i's start (0: none yet).
+	stageStarts []time.Duration
+	stageLate   []atomic.Int64
+	maxStreams  atomic.Int32 // effective HTTP/2 streams per connection (min seen)
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -165,6 +170,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.workers = append(e.workers, w)
 	}
 	e.maxStreams.Store(int32(p.MaxStreams))
+	at := p.Warmup
+	for _, st := range p.Stages {
+		e.stageStarts = append(e.stageStarts, at)
+		at += st.Duration
+	}
+	e.stageLate = make([]atomic.Int64, len(e.stageStarts))
 	for i := range slots {
 		w := e.workers[i%cfg.Workers]
 		j := int(w.conns.Add(1) - 1) // the slot's index within its worker
@@ -383,6 +394,10 @@ type Result struct {
 	// MaxStreams is the effective concurrent streams per HTTP/2
 	// connection: the plan's, capped by the server's setting.
 	MaxStreams int
+	// StageChanges has one entry per stage after the first (open loop):
+	// the stage's start (engine clock) plus the lateness of the first send
+	// scheduled at or after it; zero time when there was none.
+	StageChanges []time.Time
 }
 
 // Run starts every connection at startAt (engine clock), runs the warm-up
@@ -530,6 +545,13 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	if fs := e.firstSend.Load(); fs != 0 {
 		res.FirstSend = time.Unix(0, fs)
 	}
+	for i := 1; i < len(e.stageStarts); i++ {
+		var at time.Time
+		if late := e.stageLate[i].Load(); late != 0 {
+			at = startAt.Add(e.stageStarts[i] + time.Duration(late-1))
+		}
+		res.StageChanges = append(res.StageChanges, at)
+	}
 	if !e.plan.HTTP2 {
 		res.MaxStreams = 0
 	}
@@ -582,6 +604,20 @@ func (e *Engine) intervalOf(t time.Time) int {
 		return 0
 	}
 	return int(t.Sub(e.windowStart) / e.interval)
+}
+
+// noteStage records, for an open-loop send intended at t0 and begun at
+// sent, the lateness of the first send of each stage.
+func (e *Engine) noteStage(t0, sent time.Time) {
+	off := t0.Sub(e.mono)
+	for i := len(e.stageStarts) - 1; i >= 1; i-- {
+		if off >= e.stageStarts[i] {
+			if e.stageLate[i].Load() == 0 {
+				e.stageLate[i].CompareAndSwap(0, 1+int64(max(sent.Sub(t0), 0)))
+			}
+			return
+		}
+	}
 }
 
 // noteSend records the engine's first send.

@@ -205,8 +205,11 @@ func (c *h2conn) streamLoop() {
 		pos := c.pos.Add(1) - 1
 		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
 		o := c.do(t0, en)
-		if c.w.open && o.sent.Sub(t0) > MissThreshold {
-			o.missed = true
+		if c.w.open {
+			e.noteStage(t0, o.sent)
+			if o.sent.Sub(t0) > MissThreshold {
+				o.missed = true
+			}
 		}
 		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 			if !inWindow {

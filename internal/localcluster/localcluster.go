@@ -28,6 +28,26 @@ type Cluster struct {
 // each agent using cpusPerAgent CPUs (0: all), and waits up to 10 s until
 // the coordinator sees every agent. Close stops them all.
 func Start(ctx context.Context, n, cpusPerAgent int, logger *slog.Logger) (*Cluster, error) {
+	return StartWith(ctx, Options{Agents: n, CPUsPerAgent: cpusPerAgent, Logger: logger})
+}
+
+// Options configures StartWith.
+type Options struct {
+	// Agents is the number of agents.
+	Agents int
+	// CPUsPerAgent is each agent's worker count (0: all CPUs).
+	CPUsPerAgent int
+	// ClockShift shifts agent i's wall clock by ClockShift[i] (missing or
+	// zero: the real clock), to show that results do not depend on agents'
+	// clocks agreeing.
+	ClockShift []time.Duration
+	// Logger receives every member's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// StartWith starts a cluster as Start does, with options.
+func StartWith(ctx context.Context, o Options) (*Cluster, error) {
+	n, cpusPerAgent, logger := o.Agents, o.CPUsPerAgent, o.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -41,10 +61,15 @@ func Start(ctx context.Context, n, cpusPerAgent int, logger *slog.Logger) (*Clus
 	c := &Cluster{Coordinator: coord, cancel: cancel}
 	c.spawn(func() error { return coord.Run(runCtx) })
 	for i := range n {
-		a, err := agent.New(agent.Config{
+		cfg := agent.Config{
 			Name: fmt.Sprintf("agent-%d", i+1), GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
 			Join: []string{coord.GossipAddr()}, CPUs: cpusPerAgent, Logger: logger,
-		})
+		}
+		if i < len(o.ClockShift) && o.ClockShift[i] != 0 {
+			shift := o.ClockShift[i]
+			cfg.Clock = func() time.Time { return time.Now().Add(shift) }
+		}
+		a, err := agent.New(cfg)
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -138,6 +138,9 @@ type Stage struct {
 	Errors     map[string]int64 `json:"errors"`
 	Status     map[string]int64 `json:"status"`
 	Latency    *hist.Summary    `json:"latency_us"`
+	// ChangeSkewUs is the spread across agents of the instant each began
+	// this stage's schedule (open loop, stages after the first), µs.
+	ChangeSkewUs float64 `json:"change_skew_us"`
 }
 
 // Handshakes counts TLS handshakes by kind.
@@ -267,6 +270,7 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 			Index: st.GetIndex(), StartS: st.GetStart().AsDuration().Seconds(), DurationS: st.GetDuration().AsDuration().Seconds(),
 			TargetFrom: st.GetTargetFrom(), TargetTo: st.GetTargetTo(), Requests: st.GetCounters().GetRequests(),
 			Errors: copyMap(st.GetCounters().GetErrors()), Status: statusMap(st.GetCounters().GetStatus()), Latency: h.Summarize(),
+			ChangeSkewUs: us(st.GetChangeSkew().AsDuration()),
 		}
 		if sr.DurationS > 0 {
 			sr.RPS = float64(sr.Requests) / sr.DurationS

@@ -513,9 +513,13 @@ type Done struct {
 	Warmup *Counters `protobuf:"bytes,5,opt,name=warmup,proto3" json:"warmup,omitempty"`
 	// max_streams is the effective concurrent streams per HTTP/2
 	// connection (the plan's, capped by the server's setting).
-	MaxStreams    int32 `protobuf:"varint,6,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxStreams int32 `protobuf:"varint,6,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
+	// stage_change_unix_nano has one entry per stage after the first (open
+	// loop): the stage's boundary in the agent's clock plus the lateness of
+	// the agent's first send scheduled at or after it; 0 when none was.
+	StageChangeUnixNano []int64 `protobuf:"varint,7,rep,packed,name=stage_change_unix_nano,json=stageChangeUnixNano,proto3" json:"stage_change_unix_nano,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Done) Reset() {
@@ -590,6 +594,13 @@ func (x *Done) GetMaxStreams() int32 {
 	return 0
 }
 
+func (x *Done) GetStageChangeUnixNano() []int64 {
+	if x != nil {
+		return x.StageChangeUnixNano
+	}
+	return nil
+}
+
 var File_phalanx_v1_agent_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_agent_proto_rawDesc = "" +
@@ -628,7 +639,7 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"histograms\x18\x04 \x01(\v2\x16.phalanx.v1.HistogramsR\n" +
 	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
-	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xec\x01\n" +
+	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xa1\x02\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
@@ -636,7 +647,8 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\x14window_end_unix_nano\x18\x04 \x01(\x03R\x11windowEndUnixNano\x12,\n" +
 	"\x06warmup\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\x06warmup\x12\x1f\n" +
 	"\vmax_streams\x18\x06 \x01(\x05R\n" +
-	"maxStreams2\x88\x01\n" +
+	"maxStreams\x123\n" +
+	"\x16stage_change_unix_nano\x18\a \x03(\x03R\x13stageChangeUnixNano2\x88\x01\n" +
 	"\fAgentService\x12<\n" +
 	"\x05Clock\x12\x18.phalanx.v1.ClockRequest\x1a\x19.phalanx.v1.ClockResponse\x12:\n" +
 	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"

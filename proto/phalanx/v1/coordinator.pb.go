@@ -636,7 +636,11 @@ type StageResult struct {
 	TargetTo   int64     `protobuf:"varint,5,opt,name=target_to,json=targetTo,proto3" json:"target_to,omitempty"`
 	Counters   *Counters `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
 	// latency is the stage's merged latency histogram (V2 compressed, us).
-	Latency       []byte `protobuf:"bytes,7,opt,name=latency,proto3" json:"latency,omitempty"`
+	Latency []byte `protobuf:"bytes,7,opt,name=latency,proto3" json:"latency,omitempty"`
+	// change_skew is the spread across agents of the instant each began
+	// sending on this stage's schedule (open loop, stages after the first),
+	// in the coordinator's clock.
+	ChangeSkew    *durationpb.Duration `protobuf:"bytes,8,opt,name=change_skew,json=changeSkew,proto3" json:"change_skew,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +720,13 @@ func (x *StageResult) GetCounters() *Counters {
 func (x *StageResult) GetLatency() []byte {
 	if x != nil {
 		return x.Latency
+	}
+	return nil
+}
+
+func (x *StageResult) GetChangeSkew() *durationpb.Duration {
+	if x != nil {
+		return x.ChangeSkew
 	}
 	return nil
 }
@@ -946,7 +957,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	" \x01(\x03R\x05maxUs\x12\x1d\n" +
 	"\n" +
 	"target_rps\x18\v \x01(\x01R\ttargetRps\x12\x19\n" +
-	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\"\x95\x02\n" +
+	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x125\n" +
@@ -955,7 +966,9 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"targetFrom\x12\x1b\n" +
 	"\ttarget_to\x18\x05 \x01(\x03R\btargetTo\x120\n" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
-	"\alatency\x18\a \x01(\fR\alatency\"\x85\x04\n" +
+	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
+	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"changeSkew\"\x85\x04\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -1028,19 +1041,20 @@ var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	11, // 17: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
 	11, // 18: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
 	13, // 19: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	11, // 20: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	11, // 21: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	11, // 22: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	11, // 23: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	0,  // 24: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	2,  // 25: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	1,  // 26: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	3,  // 27: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	26, // [26:28] is the sub-list for method output_type
-	24, // [24:26] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	11, // 20: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	11, // 21: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	11, // 22: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	11, // 23: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	11, // 24: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	0,  // 25: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	2,  // 26: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	1,  // 27: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	3,  // 28: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	27, // [27:29] is the sub-list for method output_type
+	25, // [25:27] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }

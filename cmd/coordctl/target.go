@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/phalanxload/phalanx/internal/target"
+	"github.com/phalanxload/phalanx/internal/tlsgen"
+)
+
+// newTargetCmd serves the built-in HTTPS target: a fixed 600-byte page,
+// with a certificate from a throwaway CA written to --ca-out, counting
+// requests. It is for smoke tests and for the project's own tests; it is
+// no benchmark server.
+func newTargetCmd() *cobra.Command {
+	var addr, caOut string
+	var hosts []string
+	cmd := &cobra.Command{
+		Use:   "target",
+		Short: "Serve the built-in HTTPS test target (counts requests; prints the counts when stopped)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := tlsgen.New(hosts...)
+			if err != nil {
+				return err
+			}
+			if caOut != "" {
+				if err := os.WriteFile(caOut, b.CAPEM, 0o644); err != nil {
+					return fmt.Errorf("--ca-out: %w", err)
+				}
+			}
+			srv, err := target.New(target.Config{Addr: addr, Cert: b.Cert})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "target %s listening\n", srv.URL())
+			err = srv.Run(ctx)
+			fmt.Fprintf(cmd.OutOrStdout(), "requests=%d connections=%d\n", srv.Requests(), srv.Connections())
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8443", "listen address HOST:PORT")
+	cmd.Flags().StringVar(&caOut, "ca-out", "", "write the CA certificate (PEM) to this file, for --cacert")
+	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "certificate names and IPs (default localhost, 127.0.0.1, ::1 and test names)")
+
+	return cmd
+}
