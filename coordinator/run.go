@@ -456,6 +456,8 @@ func newRunID() string {
 type merger struct {
 	p       plan.Plan
 	agents  int
+	dec     hist.Decoder
+	sparse  [6]hist.Sparse // latency, connect, tls_full, tls_resumed, ttfb, service_time
 	total   engine.Histograms
 	byIndex map[int32]*pending
 	points  map[int32]*pb.TimelinePoint
@@ -508,22 +510,30 @@ func newMerger(p plan.Plan, agents int) *merger {
 // rejects a corrupt histogram, or a latency histogram whose sample count
 // disagrees with the interval's counters.
 func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) (*pb.Progress, error) {
-	h, err := wire.HistogramsFromProto(iv.GetHistograms())
-	if err != nil {
-		return nil, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
+	// Decode to sparse (value, count) form and add that: the cost follows
+	// the histograms' non-empty buckets, not their size.
+	hs := iv.GetHistograms()
+	targets := [6]*hist.Histogram{m.total.Latency, m.total.Connect, m.total.TLSFull, m.total.TLSResumed, m.total.TTFB, m.total.Service}
+	for i, b := range [6][]byte{hs.GetLatency(), hs.GetConnect(), hs.GetTlsFull(), hs.GetTlsResumed(), hs.GetTtfb(), hs.GetServiceTime()} {
+		if err := m.dec.Decode(b, &m.sparse[i]); err != nil {
+			return nil, fmt.Errorf("interval %d histogram %d: %w", iv.GetIndex(), i, err)
+		}
 	}
-	if h.Latency.Count() != iv.GetCounters().GetRequests() {
-		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.GetIndex(), h.Latency.Count(), iv.GetCounters().GetRequests())
+	latency := &m.sparse[0]
+	if latency.Total != iv.GetCounters().GetRequests() {
+		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.GetIndex(), latency.Total, iv.GetCounters().GetRequests())
 	}
-	if err := m.total.Merge(&h); err != nil {
-		return nil, err
+	for i, t := range targets {
+		if err := t.AddSparse(&m.sparse[i]); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Unix(0, iv.GetStartUnixNano()).Sub(windowStart)
 	length := time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano())
 	for _, st := range m.stages {
 		if start >= st.start && start < st.end {
 			wire.AddCounters(st.res.Counters, iv.GetCounters())
-			if err := st.latency.Merge(h.Latency); err != nil {
+			if err := st.latency.AddSparse(latency); err != nil {
 				return nil, err
 			}
 		}
@@ -533,7 +543,7 @@ func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) 
 		p = &pending{latency: hist.New(), start: start, length: length, cpuBusy: make([]float64, m.agents)}
 		m.byIndex[iv.GetIndex()] = p
 	}
-	if err := p.latency.Merge(h.Latency); err != nil {
+	if err := p.latency.AddSparse(latency); err != nil {
 		return nil, err
 	}
 	p.requests += iv.GetCounters().GetRequests()

@@ -1,6 +1,8 @@
 package hist
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -78,26 +80,36 @@ func (h *Histogram) Merge(o *Histogram) error {
 	return nil
 }
 
-// Encode returns h in HdrHistogram's V2 compressed encoding (cookie
+// Encode returns h in HdrHistogram's V2 compressed encoding, binary (cookie
 // 0x1c849304, zlib-deflated V2 payload; see HdrHistogram's
-// EncodableHistogram), which every HdrHistogram implementation can read.
+// EncodableHistogram), which every HdrHistogram implementation reads; the
+// base64 of it is a line of an HdrHistogram log.
 func (h *Histogram) Encode() ([]byte, error) {
-	b, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	b64, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return nil, fmt.Errorf("encode histogram: %w", err)
 	}
-	return b, nil
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
+	n, err := base64.StdEncoding.Decode(b, b64)
+	if err != nil {
+		return nil, fmt.Errorf("encode histogram: %w", err)
+	}
+	return b[:n], nil
 }
 
 // ErrGeometry reports a decoded histogram whose range or precision differs
 // from the package geometry, which would make a merge inexact.
 var ErrGeometry = errors.New("histogram geometry differs")
 
-// Decode parses a V2 compressed histogram. It fails on corrupt input and on
-// histograms whose geometry is not the package's (ErrGeometry).
+// Decode parses a V2 compressed histogram, binary or base64. It fails on
+// corrupt input and on histograms whose geometry is not the package's
+// (ErrGeometry).
 func Decode(b []byte) (*Histogram, error) {
 	if len(b) == 0 {
 		return nil, errors.New("decode histogram: empty input")
+	}
+	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2CompressedCookie {
+		b = []byte(base64.StdEncoding.EncodeToString(b))
 	}
 	d, err := hdrhistogram.Decode(b)
 	if err != nil {

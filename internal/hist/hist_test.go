@@ -1,6 +1,7 @@
 package hist
 
 import (
+	"encoding/base64"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -147,5 +148,55 @@ func TestSummarizeEmptyIsNil(t *testing.T) {
 	s := h.Summarize()
 	if s.Count != 1000 || s.Min != 1 || s.Max != 1000 || s.P50 != 500 || s.P99 != 990 || s.Mean != 500.5 {
 		t.Fatalf("Summarize(1..1000) = %+v", s)
+	}
+}
+
+// TestSparseDecodeMergeEqualsDense: decoding to sparse form and adding it
+// gives the same distribution as the library's dense decode and merge, for
+// binary and base64 input.
+func TestSparseDecodeMergeEqualsDense(t *testing.T) {
+	var d Decoder
+	var s Sparse
+	prop := func(seed uint64, nRaw uint16) bool {
+		r := rand.New(rand.NewPCG(seed, 11))
+		h := New()
+		for _, v := range samples(r, int(nRaw%3000)) {
+			h.RecordMicros(v)
+		}
+		b, err := h.Encode()
+		if err != nil {
+			t.Log(err)
+			return false
+		}
+		for _, in := range [][]byte{b, []byte(base64.StdEncoding.EncodeToString(b))} {
+			if err := d.Decode(in, &s); err != nil {
+				t.Log(err)
+				return false
+			}
+			got := New()
+			if err := got.AddSparse(&s); err != nil || s.Total != h.Count() {
+				t.Log(err, s.Total, h.Count())
+				return false
+			}
+			if !equalDistribution(t, got, h) {
+				return false
+			}
+		}
+		return true
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 50}); err != nil {
+		t.Fatal(err)
+	}
+	// Corrupt and foreign input fail.
+	h := New()
+	h.RecordMicros(7)
+	b, _ := h.Encode()
+	for name, in := range map[string][]byte{"truncated": b[:len(b)-3], "garbage": []byte("??"), "empty": nil} {
+		if err := d.Decode(in, &s); err == nil {
+			t.Errorf("Decode(%s) succeeded", name)
+		}
+	}
+	if err := d.Decode(newForeign(), &s); !errors.Is(err, ErrGeometry) {
+		t.Errorf("Decode(foreign) = %v, want ErrGeometry", err)
 	}
 }

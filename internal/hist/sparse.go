@@ -1,0 +1,173 @@
+package hist
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// The V2 encoding (HdrHistogram's EncodableHistogram, "V2" format):
+//
+//	compressed: cookie 0x1c849304 | payload length int32 | zlib(uncompressed)
+//	uncompressed: cookie 0x1c849303 | counts length int32 | normalizing index
+//	  offset int32 | significant digits int32 | lowest int64 | highest int64 |
+//	  int-to-double ratio float64 | counts as ZigZag LEB128 varints, where a
+//	  negative value is a run of that many empty buckets.
+//
+// All big-endian. hdrhistogram-go wraps it in base64 (the log format); Phalanx
+// sends the binary form on the wire and reads both.
+const (
+	v2Cookie           = 0x1c849303
+	v2CompressedCookie = 0x1c849304
+	v2HeaderSize       = 40
+)
+
+// Sparse is a decoded histogram as (value, count) pairs in increasing value
+// order: the non-empty buckets only, each value the lowest of its bucket.
+type Sparse struct {
+	Values []int64
+	Counts []int64
+	// Total is the sum of Counts.
+	Total int64
+}
+
+// Decoder decodes V2 histograms into Sparse form, reusing its buffers and
+// inflater between calls. It is not safe for concurrent use.
+type Decoder struct {
+	zr  io.ReadCloser
+	raw bytes.Buffer
+	b64 []byte
+	in  bytes.Reader
+}
+
+// Decode parses b (binary V2 compressed, or its base64 text) into s,
+// replacing s's contents. It fails on corrupt input and on a geometry other
+// than the package's (ErrGeometry), so that merges stay exact.
+func (d *Decoder) Decode(b []byte, s *Sparse) error {
+	s.Values, s.Counts, s.Total = s.Values[:0], s.Counts[:0], 0
+	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
+		// Not binary: try base64 text.
+		n := base64.StdEncoding.DecodedLen(len(b))
+		if cap(d.b64) < n {
+			d.b64 = make([]byte, n)
+		}
+		m, err := base64.StdEncoding.Decode(d.b64[:n], b)
+		if err != nil {
+			return fmt.Errorf("decode histogram: %w", err)
+		}
+		b = d.b64[:m]
+	}
+	if len(b) < 8 || binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
+		return errors.New("decode histogram: not a V2 compressed histogram")
+	}
+	n := int(binary.BigEndian.Uint32(b[4:8]))
+	if n < 0 || n > len(b)-8 {
+		return fmt.Errorf("decode histogram: payload length %d, have %d bytes", n, len(b)-8)
+	}
+	d.in.Reset(b[8 : 8+n])
+	var err error
+	if d.zr == nil {
+		d.zr, err = zlib.NewReader(&d.in)
+	} else {
+		err = d.zr.(zlib.Resetter).Reset(&d.in, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("decode histogram: %w", err)
+	}
+	d.raw.Reset()
+	if _, err := d.raw.ReadFrom(io.LimitReader(d.zr, 64<<20)); err != nil {
+		return fmt.Errorf("decode histogram: %w", err)
+	}
+	raw := d.raw.Bytes()
+	if len(raw) < v2HeaderSize || binary.BigEndian.Uint32(raw)&^0xf0 != v2Cookie {
+		return errors.New("decode histogram: bad V2 header")
+	}
+	countsLen := int(binary.BigEndian.Uint32(raw[4:8]))
+	offset := int32(binary.BigEndian.Uint32(raw[8:12]))
+	digits := int64(binary.BigEndian.Uint32(raw[12:16]))
+	lowest := int64(binary.BigEndian.Uint64(raw[16:24]))
+	highest := int64(binary.BigEndian.Uint64(raw[24:32]))
+	if lowest != LowestUs || digits != SigFigs || highest < HighestUs || offset != 0 {
+		return fmt.Errorf("decode histogram: %w: lowest %d, highest %d, %d significant figures; want %d, %d, %d",
+			ErrGeometry, lowest, highest, digits, LowestUs, HighestUs, SigFigs)
+	}
+	payload := raw[v2HeaderSize:]
+	if countsLen < 0 || countsLen > len(payload) {
+		return fmt.Errorf("decode histogram: counts length %d, have %d bytes", countsLen, len(payload))
+	}
+	payload = payload[:countsLen]
+	maxIndex := int64(countsLenFor(HighestUs))
+	var index int64
+	for len(payload) > 0 {
+		v, k := binary.Uvarint(payload)
+		if k <= 0 {
+			return errors.New("decode histogram: bad varint in counts")
+		}
+		payload = payload[k:]
+		c := int64(v>>1) ^ -int64(v&1) // ZigZag
+		if c < 0 {
+			if c == math.MinInt64 || -c > maxIndex-index {
+				return errors.New("decode histogram: zero run past the last bucket")
+			}
+			index += -c
+			continue
+		}
+		if index >= maxIndex {
+			return errors.New("decode histogram: bucket past the last one")
+		}
+		if c > 0 {
+			if c > math.MaxInt64-s.Total {
+				return errors.New("decode histogram: counts overflow")
+			}
+			s.Values = append(s.Values, valueFromIndex(index))
+			s.Counts = append(s.Counts, c)
+			s.Total += c
+		}
+		index++
+	}
+	return nil
+}
+
+// AddSparse adds every (value, count) of s to h: the cost is proportional
+// to s's non-empty buckets, not to the histogram's size.
+func (h *Histogram) AddSparse(s *Sparse) error {
+	for i, v := range s.Values {
+		if err := h.h.RecordValues(v, s.Counts[i]); err != nil {
+			return fmt.Errorf("merge histogram: %w", err)
+		}
+	}
+	return nil
+}
+
+// Geometry of the package's histograms (HdrHistogram's bucket layout for
+// lowest 1, 3 significant digits): sub-buckets of 2048, half 1024.
+const (
+	subBucketHalfCountMagnitude = 10
+	subBucketHalfCount          = 1 << subBucketHalfCountMagnitude
+)
+
+// valueFromIndex returns the lowest value of counts index i.
+func valueFromIndex(i int64) int64 {
+	bucket := (i >> subBucketHalfCountMagnitude) - 1
+	sub := (i & (subBucketHalfCount - 1)) + subBucketHalfCount
+	if bucket < 0 {
+		sub -= subBucketHalfCount
+		bucket = 0
+	}
+	return sub << bucket
+}
+
+// countsLenFor returns the counts array length covering values up to
+// highest.
+func countsLenFor(highest int64) int {
+	buckets := 1
+	for smallestUntrackable := int64(2 * subBucketHalfCount); smallestUntrackable <= highest; smallestUntrackable <<= 1 {
+		buckets++
+	}
+	return (buckets + 1) * subBucketHalfCount
+}
