@@ -154,12 +154,12 @@ func (c *conn) loop() {
 		if inWindow {
 			c.issued++
 		}
-		e.noteSend(t0)
 		en := &e.entries[e.sched[c.pos]]
 		if c.pos++; c.pos == len(e.sched) {
 			c.pos = 0
 		}
 		o := c.do(t0, en)
+		e.noteSend(o.sent)
 		if c.w.open {
 			e.noteStage(t0, o.sent)
 			if o.sent.Sub(t0) > MissThreshold {

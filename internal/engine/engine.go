@@ -55,7 +55,9 @@ type Engine struct {
 	windowEnd   time.Time // windowStart + duration; zero time: no limit
 	interval    time.Duration
 
-	firstSend atomic.Int64 // unix nanos (engine clock) of the first send; 0 = none
+	// firstSend is 1 + the offset (ns) from the start instant of the
+	// earliest actual send; 0 = none yet.
+	firstSend atomic.Int64
 	// stageStarts are the stages' start offsets from the start instant;
 	// stageLate[i] is 1 + the lateness (ns) of the first open-loop send
 	// scheduled at or after stage i's start (0: none yet).
@@ -439,8 +441,9 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}()
 	}
 	// Sleep to just before the instant, then spin, so that every agent's
-	// first sends leave within microseconds of it.
-	if !sleepUntil(ctx, e.mono.Add(-2*time.Millisecond)) {
+	// first sends leave within microseconds of it. The spin is short: agents
+	// sharing cores (one host, tests) must not starve each other of them.
+	if !sleepUntil(ctx, e.mono.Add(-300*time.Microsecond)) {
 		close(release)
 		e.stop()
 		wg.Wait()
@@ -543,7 +546,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		res.Warmup.Add(&w.rec.warmup)
 	}
 	if fs := e.firstSend.Load(); fs != 0 {
-		res.FirstSend = time.Unix(0, fs)
+		res.FirstSend = startAt.Add(time.Duration(fs - 1))
 	}
 	for i := 1; i < len(e.stageStarts); i++ {
 		var at time.Time
@@ -620,10 +623,18 @@ func (e *Engine) noteStage(t0, sent time.Time) {
 	}
 }
 
-// noteSend records the engine's first send.
+// noteSend records an actual send at t, keeping the earliest: the start
+// skew compares when agents really began, not when they were scheduled to.
 func (e *Engine) noteSend(t time.Time) {
-	if e.firstSend.Load() == 0 {
-		e.firstSend.CompareAndSwap(0, e.cfg.Clock().Add(t.Sub(time.Now())).UnixNano())
+	off := int64(t.Sub(e.mono)) + 1
+	for {
+		cur := e.firstSend.Load()
+		if cur != 0 && cur <= off {
+			return
+		}
+		if e.firstSend.CompareAndSwap(cur, off) {
+			return
+		}
 	}
 }
 

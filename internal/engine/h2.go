@@ -201,10 +201,10 @@ func (c *h2conn) streamLoop() {
 		if inWindow {
 			c.issued.Add(1)
 		}
-		e.noteSend(t0)
 		pos := c.pos.Add(1) - 1
 		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
 		o := c.do(t0, en)
+		e.noteSend(o.sent)
 		if c.w.open {
 			e.noteStage(t0, o.sent)
 			if o.sent.Sub(t0) > MissThreshold {
