@@ -141,9 +141,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.grpc = grpc.NewServer(
 		// Ping the coordinator every second; a coordinator that does not
-		// answer within a second is gone, which ends the Run stream and
-		// stops the load (invariant 7).
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Second, Timeout: time.Second}),
+		// answer within two seconds is gone, which ends the Run stream and
+		// stops the load (invariant 7). (A coordinator that dies on a live
+		// host closes the stream at once.)
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Second, Timeout: 2 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 	)
 	pb.RegisterAgentServiceServer(a.grpc, &service{a: a})

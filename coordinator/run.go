@@ -410,6 +410,12 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 				}
 			}
 		}
+		if r.done == nil {
+			// No Done: the agent failed mid-run. Its issued requests are
+			// those whose outcome it reported; any still in flight are
+			// unknown, and its row says why.
+			ar.Issued = r.counters.GetRequests() + wire.ErrorTotal(r.counters)
+		}
 		res.Counters.Issued += ar.Issued
 		res.Agents = append(res.Agents, ar)
 	}

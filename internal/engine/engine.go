@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -357,10 +359,31 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if res.Connections == 0 {
+	if res.Connections == 0 && unreachable(res.FirstError) {
 		return res, fmt.Errorf("open connections to %s (%s): %w", e.plan.URL, e.addr, res.FirstError)
 	}
 	return res, nil
+}
+
+// unreachable reports whether a failed open means the run cannot start:
+// nothing answers at the address, a client-side limit, or a certificate
+// that does not verify. A server that answers and then misbehaves (resets,
+// closes during the handshake) is measured instead: the run goes on and
+// reports its errors by kind.
+func unreachable(err error) bool {
+	var de *dialError
+	if !errors.As(err, &de) {
+		return true
+	}
+	switch de.kind {
+	case ErrConnect, ErrLocal:
+		return true
+	}
+	var uae x509.UnknownAuthorityError
+	var hne x509.HostnameError
+	var cie x509.CertificateInvalidError
+	var ve *tls.CertificateVerificationError
+	return errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie) || errors.As(err, &ve)
 }
 
 // Interval is one reporting interval's measurements.
@@ -370,7 +393,8 @@ type Interval struct {
 	Index int
 	// Start and End bound the interval (engine clock).
 	Start, End time.Time
-	// Hists are the interval's histograms.
+	// Hists are the interval's histograms. They are reused: valid only
+	// until emit returns.
 	Hists Histograms
 	// Counts are the outcomes that ended in the interval.
 	Counts Counts
@@ -404,7 +428,8 @@ type Result struct {
 
 // Run starts every connection at startAt (engine clock), runs the warm-up
 // and the window, and calls emit once per window interval, in order, from
-// one goroutine (emit must not block for long). It returns after the window
+// one goroutine (emit must not block for long, and must not keep the
+// interval's histograms: they are reused). It returns after the window
 // closes (at its planned end, or when the request count runs out) and
 // in-flight requests drain (bounded by the plan's timeout), or when ctx
 // ends, in which case every connection is closed at once and Run returns
@@ -457,12 +482,14 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	go func() { wg.Wait(); close(done) }()
 
 	spare := newSlot()
+	ivHists := NewHistograms() // reused: an Interval's Hists are valid only during emit
 	emitOne := func(k int, end time.Time) {
+		ivHists.reset()
 		iv := Interval{
 			Index: k,
 			Start: windowStartWall.Add(time.Duration(k) * e.interval),
 			End:   windowStartWall.Add(end.Sub(e.windowStart)),
-			Hists: NewHistograms(),
+			Hists: ivHists,
 		}
 		for _, w := range e.workers {
 			s := w.rec.swap(spare)

@@ -53,7 +53,11 @@ func TestClosedLoopAccounting(t *testing.T) {
 	}
 	start := time.Now().Add(50 * time.Millisecond)
 	var ivs []Interval
-	res, err := e.Run(ctx, start, func(iv Interval) { ivs = append(ivs, iv) })
+	var hcount int64
+	res, err := e.Run(ctx, start, func(iv Interval) {
+		hcount += iv.Hists.Latency.Count() // histograms are valid only during emit
+		ivs = append(ivs, iv)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,6 @@ func TestClosedLoopAccounting(t *testing.T) {
 		t.Fatalf("got %d intervals, want 3", len(ivs))
 	}
 	var total Counts
-	var hcount int64
 	for k, iv := range ivs {
 		if iv.Index != k || !iv.Start.Equal(start.Add(time.Duration(k)*500*time.Millisecond)) || iv.End.Sub(iv.Start) != 500*time.Millisecond {
 			t.Errorf("interval %d: index %d, [%v, %v)", k, iv.Index, iv.Start.Sub(start), iv.End.Sub(start))
@@ -70,7 +73,6 @@ func TestClosedLoopAccounting(t *testing.T) {
 			t.Errorf("interval %d has no requests", k)
 		}
 		total.Add(&iv.Counts)
-		hcount += iv.Hists.Latency.Count()
 	}
 	if hcount != total.Requests {
 		t.Errorf("histogram count %d != requests %d", hcount, total.Requests)

@@ -149,22 +149,30 @@ func (s *slot) reset() {
 	s.counts = Counts{}
 }
 
+// ringSize is how many intervals a recorder holds at once: the interval
+// collector may fall this many intervals behind (a starved agent, a short
+// interval) before samples are misattributed.
+const ringSize = 8
+
 // recorder is one worker's measurement state. Its connections record into
 // it under mu, which only they and the interval collector take (never shared
-// across workers). It holds the current interval's slot and the next one, so
-// that a sample that ends just after a boundary, before the collector swaps,
-// still lands in the interval its end time belongs to. Outcomes that end in
-// the warm-up go to warmup.
+// across workers). It holds a ring of interval slots keyed by interval
+// index, so a sample lands in the interval its end time belongs to even
+// when the collector has not yet handed out the previous ones. Outcomes
+// that end in the warm-up go to warmup.
 type recorder struct {
 	mu     sync.Mutex
-	idx    int // interval index of cur
-	cur    *slot
-	next   *slot
+	idx    int // oldest interval not yet handed out
+	ring   [ringSize]*slot
 	warmup Counts
 }
 
 func newRecorder() *recorder {
-	return &recorder{cur: newSlot(), next: newSlot()}
+	r := &recorder{}
+	for i := range r.ring {
+		r.ring[i] = newSlot()
+	}
+	return r
 }
 
 // counts returns the counts for interval k (k < 0: warm-up). Called with
@@ -176,20 +184,21 @@ func (r *recorder) counts(k int) *Counts {
 	return &r.slotFor(k).counts
 }
 
-// slotFor returns the slot for interval k >= 0. Called with mu held.
+// slotFor returns the slot for interval k >= 0. Called with mu held. A
+// sample older than the oldest pending interval (its recording was delayed
+// past the hand-out) lands in the oldest; one more than ringSize ahead, in
+// the newest.
 func (r *recorder) slotFor(k int) *slot {
-	if k > r.idx {
-		return r.next
-	}
-	return r.cur // k <= idx: a late sample lands in the current interval
+	k = min(max(k, r.idx), r.idx+ringSize-1)
+	return r.ring[k%ringSize]
 }
 
 // swap hands out the slot of interval r.idx and advances to the next one,
 // replacing the handed-out slot with spare (which must be reset).
 func (r *recorder) swap(spare *slot) *slot {
 	r.mu.Lock()
-	out := r.cur
-	r.cur, r.next = r.next, spare
+	out := r.ring[r.idx%ringSize]
+	r.ring[r.idx%ringSize] = spare
 	r.idx++
 	r.mu.Unlock()
 	return out

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -85,6 +86,22 @@ func (h *Histogram) Merge(o *Histogram) error {
 // EncodableHistogram), which every HdrHistogram implementation reads; the
 // base64 of it is a line of an HdrHistogram log.
 func (h *Histogram) Encode() ([]byte, error) {
+	if h.Count() == 0 {
+		// Most phase histograms of an interval are empty (no new
+		// connection, closed loop): encode that once.
+		emptyOnce.Do(func() { emptyEncoding, emptyErr = New().encode() })
+		return append([]byte(nil), emptyEncoding...), emptyErr
+	}
+	return h.encode()
+}
+
+var (
+	emptyOnce     sync.Once
+	emptyEncoding []byte
+	emptyErr      error
+)
+
+func (h *Histogram) encode() ([]byte, error) {
 	b64, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return nil, fmt.Errorf("encode histogram: %w", err)
