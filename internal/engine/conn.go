@@ -287,6 +287,11 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		return c.fail(o, classify(err, started))
 	}
 	o.end = time.Now()
+	if o.end.Sub(t0) > e.plan.Timeout {
+		// Read in time by the kernel but ended late for us (a starved
+		// goroutine): still a timeout, never a success above it.
+		return c.fail(o, ErrTimeout)
+	}
 	if c.resp.status >= maxStatus {
 		return c.fail(o, ErrProtocol)
 	}

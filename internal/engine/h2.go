@@ -270,6 +270,9 @@ func (c *h2conn) do(t0 time.Time, en *entry) outcome {
 			continue
 		}
 		o.end = time.Now()
+		if err == nil && o.end.After(deadline) {
+			err, kind = errTimeout, ErrTimeout // never a success above the timeout
+		}
 		if err != nil {
 			if !s.usable() {
 				c.sessionLost(s)
