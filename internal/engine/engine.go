@@ -89,6 +89,7 @@ type worker struct {
 	sched    schedule
 	phase    float64      // fraction of a ticket: spreads workers' sends
 	ticket   atomic.Int64 // next ticket (open loop)
+	taken    atomic.Int64 // tickets taken whose intended time is before the window's end
 	conns    atomic.Int64 // connection slots (open loop grows it)
 	maxConns int64        // cap for growth (open loop)
 }
@@ -211,6 +212,7 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 		if !w.take() {
 			return time.Time{}, false
 		}
+		w.taken.Add(1)
 		if d := time.Until(start); d > 0 && !e.wait(timer, d) {
 			return time.Time{}, false
 		}
@@ -545,6 +547,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			}
 		}
 		lastK := max(k, e.intervalOf(windowEnd.Add(-1)))
+		e.countUnsent(lastK)
 		for ; k <= lastK; k++ {
 			ivEnd := e.windowStart.Add(time.Duration(k+1) * e.interval)
 			if k == lastK || ivEnd.After(windowEnd) {
@@ -586,6 +589,34 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		res.MaxStreams = 0
 	}
 	return res, nil
+}
+
+// countUnsent counts, as missed in interval k, the open-loop requests the
+// schedule had due before the window's end that no connection took (every
+// one was busy until the end): they are never silently dropped.
+func (e *Engine) countUnsent(k int) {
+	if e.windowEnd.IsZero() || e.cfg.Share.Requests > 0 {
+		return
+	}
+	end := e.windowEnd.Sub(e.mono)
+	for _, w := range e.workers {
+		if !w.open {
+			continue
+		}
+		due := w.sched.cumulative(end) - w.phase
+		if due < 0 {
+			continue
+		}
+		unsent := int64(due) + 1 - w.taken.Load()
+		if at, ok := w.sched.at(float64(int64(due)) + w.phase); !ok || at >= end {
+			unsent-- // the last due ticket falls at or after the end
+		}
+		if unsent > 0 {
+			w.rec.mu.Lock()
+			w.rec.counts(k).Missed += unsent
+			w.rec.mu.Unlock()
+		}
+	}
 }
 
 // countDone reports whether the request count has run out.

@@ -208,3 +208,25 @@ func TestOpenLoopRate(t *testing.T) {
 		t.Errorf("service-time samples %d, want one per completed request (%d)", service, total.Requests)
 	}
 }
+
+// TestOpenLoopUnsentAreMissed: when every connection is busy until the
+// window ends, the requests the schedule had due but nobody sent are
+// counted as missed, never silently dropped.
+func TestOpenLoopUnsentAreMissed(t *testing.T) {
+	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(400 * time.Millisecond) })
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Rate: 200, Duration: time.Second, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total Counts
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Issued > 10 {
+		t.Fatalf("issued %d: 2 connections held 400 ms each cannot send more than about 6 in 1 s", res.Issued)
+	}
+	if total.Missed < 200-res.Issued {
+		t.Fatalf("missed %d, issued %d: the %d scheduled requests must be issued or missed", total.Missed, res.Issued, 200)
+	}
+}

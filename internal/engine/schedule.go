@@ -111,3 +111,21 @@ func (s *schedule) at(n float64) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// cumulative returns the integral of the rate from 0 to offset t: the
+// number of requests the schedule has due by then.
+func (s *schedule) cumulative(t time.Duration) float64 {
+	n := 0.0
+	for _, g := range s.segs {
+		if t <= g.start {
+			break
+		}
+		tau := min(t-g.start, g.dur).Seconds()
+		d := g.dur.Seconds()
+		n = g.n0 + g.from*tau
+		if d > 0 {
+			n += (g.to - g.from) * tau * tau / (2 * d)
+		}
+	}
+	return n
+}
