@@ -172,6 +172,7 @@ func (c *conn) loop() {
 				c.issued++ // carried from the warm-up, in flight at the end
 			}
 			c.inFlight++
+			c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
 			return
 		}
 		k := e.intervalOf(o.end)
@@ -210,6 +211,23 @@ func (e *Engine) grow(w *worker) {
 		defer e.wg.Done()
 		c.loop()
 	}()
+}
+
+// recordSide records, for a request still in flight when the window
+// closed, what it did besides its outcome: the connection it opened and
+// its retry, which are real even though the request is not counted.
+func (r *recorder) recordSide(k int, o *outcome) {
+	if o.conn == nil && !o.retried {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o.conn != nil {
+		r.recordConn(k, o.conn)
+	}
+	if o.retried {
+		r.counts(k).Retries++
+	}
 }
 
 // record records one request's outcome in interval k (k < 0: warm-up).

@@ -128,7 +128,9 @@ func (c *h2conn) session() (*h2session, *connInfo, *dialError) {
 		c.cond.Wait()
 	}
 	c.dialing = true
-	reconnect := c.dropped && !c.e.plan.NoKeepAlive
+	// A session exists but is unusable (GOAWAY, failure): this dial
+	// replaces it, so it is a reconnect even before sessionLost ran.
+	reconnect := (c.dropped || c.cur != nil) && !c.e.plan.NoKeepAlive
 	c.dropped = false
 	c.mu.Unlock()
 
@@ -216,6 +218,7 @@ func (c *h2conn) streamLoop() {
 				c.issued.Add(1)
 			}
 			c.inFlight.Add(1)
+			c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
 			return
 		}
 		k := e.intervalOf(o.end)
@@ -434,11 +437,17 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 	// assign the ID under the write lock, right before the HEADERS.
 	s.wmu.Lock()
 	s.mu.Lock()
-	if s.dead {
+	if s.dead || s.goaway {
+		// A GOAWAY arrived while this slot waited for the write lock: the
+		// stream would be above its last stream ID.
 		s.active--
 		s.cond.Broadcast()
+		drained := s.goaway && s.active == 0 && !s.dead
 		s.mu.Unlock()
 		s.wmu.Unlock()
+		if drained {
+			go s.close(nil)
+		}
 		return 0, 0, 0, 0, errH2NotSent
 	}
 	st := &h2stream{id: s.nextID, done: make(chan struct{}), sendWindow: int64(s.peerWindow)}
@@ -457,6 +466,10 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 	tw := time.Now()
 	if err != nil {
 		s.fail(err, true)
+		<-st.done // ended by fail, or earlier by a GOAWAY that refused it
+		if errors.Is(st.err, errH2Refused) {
+			return 0, 0, 0, st.kind, st.err // never processed: resend
+		}
 		return 0, 0, 0, classify(err, false), err
 	}
 	timer := time.NewTimer(time.Until(deadline))
@@ -467,10 +480,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 		s.mu.Lock()
 		s.endStreamLocked(st.id, st, errTimeout, ErrTimeout)
 		s.mu.Unlock()
-		s.wmu.Lock()
-		_ = s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
-		_ = s.bw.Flush()
-		s.wmu.Unlock()
+		_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
 		<-st.done
 	}
 	if st.err != nil {
@@ -668,9 +678,14 @@ func (s *h2session) handle(f http2.Frame) error {
 }
 
 // write runs one frame write under the write lock and flushes.
+//
+// The write gets a fresh deadline: the last one set may be a timed-out
+// stream's, already past, and a failed write would make crypto/tls refuse
+// every later write on the connection.
 func (s *h2session) write(f func() error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
 	if err := f(); err != nil {
 		return err
 	}
