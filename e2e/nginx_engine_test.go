@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/nginxtest"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// The engine against a real NGINX, through an in-process cluster: NGINX's
+// access log is an independent count of what the tool did (requests,
+// connections, resumed sessions, protocol).
+
+// TestNginxShortConnectionsResumeMatchLog: one request per connection with
+// TLS resumption on. Every connection the tool opened and every resumed
+// handshake it reports must be exactly NGINX's: its distinct $connection
+// values and its $ssl_session_reused lines.
+func TestNginxShortConnectionsResumeMatchLog(t *testing.T) {
+	const n = 3000
+	srv := nginxtest.Start(t, nginxtest.Options{})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL(), Requests: n, Connections: 8, NoKeepAlive: true, Timeout: 5 * time.Second,
+		// X25519 only: the hybrid ML-KEM key share is pure Go and several
+		// times slower under the race detector; the group is not under test.
+		TLS: plan.TLS{CAPEM: srv.CAPEM(), Resume: true, Curves: []string{"X25519"}},
+	}, 2, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+
+	conns := map[int64]int{}
+	reused := int64(0)
+	status := map[int]int64{}
+	for _, l := range lines {
+		conns[l.Connection]++
+		if l.SessionReused {
+			reused++
+		}
+		status[l.Status]++
+	}
+	t.Logf("report: %d requests in %v, errors %v, connections %d, handshakes %+v; nginx: %d lines, %d connections, %d reused, status %v",
+		rep.Requests, out.Elapsed, rep.Errors, rep.ConnectionsOpened, rep.Handshakes, len(lines), len(conns), reused, status)
+
+	if rep.ErrorTotal() != 0 || rep.InFlight != 0 {
+		t.Errorf("errors %v, in flight %d: want none", rep.Errors, rep.InFlight)
+	}
+	if rep.Requests != n || int64(len(lines)) != n || status[200] != n {
+		t.Errorf("requests: report %d, nginx logged %d (status %v): want %d x 200", rep.Requests, len(lines), status, n)
+	}
+	if rep.ConnectionsOpened != int64(len(conns)) {
+		t.Errorf("connections: report %d, nginx %d distinct: want equal", rep.ConnectionsOpened, len(conns))
+	}
+	for c, k := range conns {
+		if k != 1 {
+			t.Errorf("nginx connection %d served %d requests, want 1 (no keep-alive)", c, k)
+			break
+		}
+	}
+	if rep.Handshakes.Resumed != reused || rep.Handshakes.Full+rep.Handshakes.Resumed != int64(len(conns)) {
+		t.Errorf("handshakes %+v, nginx: %d resumed of %d connections: want equal", rep.Handshakes, reused, len(conns))
+	}
+	// Two agents x two workers: one session cache each, so at most one
+	// full handshake per connection slot.
+	if rep.Handshakes.Resumed < n-8 {
+		t.Errorf("resumed %d, want at least %d", rep.Handshakes.Resumed, n-8)
+	}
+}
+
+// TestNginxHTTP2StreamsMatchLog: HTTP/2 with 10 streams per connection for
+// 2 s. Every request the report counts as completed or in flight (drained
+// after the window) is one NGINX access-log line, and every line is
+// HTTP/2.0.
+func TestNginxHTTP2StreamsMatchLog(t *testing.T) {
+	srv := nginxtest.Start(t, nginxtest.Options{HTTP2: true})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL(), HTTP2: true, MaxStreams: 10, Connections: 4, Duration: 2 * time.Second,
+		TLS: plan.TLS{CAPEM: srv.CAPEM(), Curves: []string{"X25519"}},
+	}, 2, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	protos := map[string]int64{}
+	status := map[int]int64{}
+	conns := map[int64]bool{}
+	for _, l := range lines {
+		protos[l.Protocol]++
+		status[l.Status]++
+		conns[l.Connection] = true
+	}
+	t.Logf("report: %d requests + %d in flight, errors %v, connections %d, max streams %d, ALPN %v; nginx: %d lines, %d connections, protocols %v, status %v",
+		rep.Requests, rep.InFlight, rep.Errors, rep.ConnectionsOpened, rep.MaxStreams, rep.TLS.ALPN, len(lines), len(conns), protos, status)
+
+	if rep.ErrorTotal() != 0 {
+		t.Errorf("errors %v, want none", rep.Errors)
+	}
+	if rep.Requests == 0 {
+		t.Fatal("no request completed")
+	}
+	if got := rep.Requests + rep.InFlight; got != int64(len(lines)) {
+		t.Errorf("report requests %d + in flight %d = %d, nginx logged %d: want equal", rep.Requests, rep.InFlight, got, len(lines))
+	}
+	if protos["HTTP/2.0"] != int64(len(lines)) {
+		t.Errorf("nginx protocols %v, want HTTP/2.0 on all %d lines", protos, len(lines))
+	}
+	if status[200] != int64(len(lines)) {
+		t.Errorf("nginx status %v, want 200 on all %d lines", status, len(lines))
+	}
+	if rep.ConnectionsOpened != 4 || len(conns) != 4 {
+		t.Errorf("connections: report %d, nginx %d: want 4", rep.ConnectionsOpened, len(conns))
+	}
+	if rep.MaxStreams != 10 || rep.TLS.ALPN["h2"] != 4 {
+		t.Errorf("max streams %d, ALPN %v: want 10 streams, h2 on 4 connections", rep.MaxStreams, rep.TLS.ALPN)
+	}
+}
+
+// TestNginxCountModeExact: count mode issues exactly N requests across the
+// cluster, no more and no fewer: NGINX logs exactly N.
+func TestNginxCountModeExact(t *testing.T) {
+	const n = 5000
+	srv := nginxtest.Start(t, nginxtest.Options{})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL(), Requests: n, Connections: 10,
+		TLS: plan.TLS{CAPEM: srv.CAPEM()},
+	}, 2, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	conns := map[int64]bool{}
+	for _, l := range lines {
+		conns[l.Connection] = true
+	}
+	t.Logf("report: %d requests, issued %d, in flight %d, errors %v, connections %d in %v; nginx: %d lines, %d connections",
+		rep.Requests, rep.Issued, rep.InFlight, rep.Errors, rep.ConnectionsOpened, out.Elapsed, len(lines), len(conns))
+	if len(lines) != n {
+		t.Errorf("nginx logged %d requests, want exactly %d", len(lines), n)
+	}
+	if rep.Requests != n || rep.Issued != n || rep.Status["200"] != n || rep.ErrorTotal() != 0 || rep.InFlight != 0 {
+		t.Errorf("report: requests %d, issued %d, status %v, errors %v, in flight %d: want %d x 200", rep.Requests, rep.Issued, rep.Status, rep.Errors, rep.InFlight, n)
+	}
+	if rep.ConnectionsOpened != 10 || len(conns) != 10 {
+		t.Errorf("connections: report %d, nginx %d: want 10 (keep-alive)", rep.ConnectionsOpened, len(conns))
+	}
+}
