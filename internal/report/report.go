@@ -439,9 +439,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	p.f("\n")
 	if len(r.TLS.Version) > 0 {
-		p.f("  TLS: %s; %s; %s", fmtMap(r.TLS.Version), fmtMap(r.TLS.Cipher), fmtMap(r.TLS.Group))
+		p.f("  TLS (connections): %s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))
 		if len(r.TLS.ALPN) > 0 {
-			p.f("; ALPN %s", fmtMap(r.TLS.ALPN))
+			p.f("; ALPN %s", fmtCounts(r.TLS.ALPN))
 		}
 		p.f("\n")
 	}
@@ -545,6 +545,20 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// fmtCounts formats "value (n), value (n)" in key order.
+func fmtCounts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d)", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func fmtMap(m map[string]int64) string {
