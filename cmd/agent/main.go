@@ -6,6 +6,9 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // profiles behind --pprof-addr
 	"os"
 	"runtime"
 
@@ -25,10 +28,11 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var (
-		cfg      agent.Config
-		cpus     string
-		local    bool
-		logLevel string
+		cfg       agent.Config
+		cpus      string
+		local     bool
+		logLevel  string
+		pprofAddr string
 	)
 	cmd := &cobra.Command{
 		Use:           "agent",
@@ -56,6 +60,16 @@ func newCommand() *cobra.Command {
 			}
 			cfg.LAN = !local
 			cfg.Logger = log
+			if pprofAddr != "" {
+				// Profiles of the running agent (README, Performance):
+				// go tool pprof http://ADDR/debug/pprof/profile?seconds=10
+				lis, err := net.Listen("tcp", pprofAddr)
+				if err != nil {
+					return fmt.Errorf("--pprof-addr: %w", err)
+				}
+				go func() { _ = http.Serve(lis, nil) }()
+				log.Info("pprof listening", "addr", lis.Addr().String())
+			}
 			a, err := agent.New(cfg)
 			if err != nil {
 				return err
@@ -74,5 +88,6 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
 	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd
 }
