@@ -164,7 +164,6 @@ func (c *conn) loop() {
 			e.noteStage(t0, o.sent)
 			if o.sent.Sub(t0) > MissThreshold {
 				o.missed = true
-				e.grow(c.w)
 			}
 		}
 		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
@@ -183,6 +182,36 @@ func (c *conn) loop() {
 			c.lastEnd = o.end
 		}
 		c.w.rec.record(k, &o)
+	}
+}
+
+// watch grows an open-loop worker's connections while its schedule has a
+// request due for more than MissThreshold that no connection has taken
+// (every one is busy: a stalled server, a burst), up to the worker's cap.
+// It wakes at most about once per MissThreshold, whatever the rate.
+func (e *Engine) watch(w *worker) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for w.conns.Load() < w.maxConns {
+		if w.counting && w.budget.Load() <= 0 {
+			return // count mode: every request is taken
+		}
+		k := w.ticket.Load()
+		off, ok := w.sched.at(float64(k) + w.phase)
+		if !ok {
+			return
+		}
+		due := e.mono.Add(off)
+		if !e.windowEnd.IsZero() && !due.Before(e.windowEnd) {
+			return
+		}
+		wait := max(time.Until(due.Add(MissThreshold)), MissThreshold)
+		if !e.wait(timer, wait) {
+			return
+		}
+		if w.ticket.Load() == k && time.Since(due) > MissThreshold {
+			e.grow(w) // ticket k is late and untaken: add a connection to take it
+		}
 	}
 }
 

@@ -467,6 +467,16 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			c.loop()
 		}()
 	}
+	for _, w := range e.workers {
+		if w.open && !e.plan.HTTP2 && w.maxConns > w.conns.Load() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-release
+				e.watch(w)
+			}()
+		}
+	}
 	// Sleep to just before the instant, then spin, so that every agent's
 	// first sends leave within microseconds of it. The spin is short: agents
 	// sharing cores (one host, tests) must not starve each other of them.

@@ -230,3 +230,30 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 		t.Fatalf("missed %d, issued %d: the %d scheduled requests must be issued or missed", total.Missed, res.Issued, 200)
 	}
 }
+
+// TestOpenLoopGrowsDuringStall: while every connection is stuck on a
+// stalled server, requests still come due; the engine opens connections
+// (up to the cap) to send them on schedule instead of waiting.
+func TestOpenLoopGrowsDuringStall(t *testing.T) {
+	var n atomic.Int64
+	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			time.Sleep(time.Second) // the first two requests stall their connections
+		}
+	})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, MaxConnections: 20, Rate: 100, Duration: 1500 * time.Millisecond, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total Counts
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Issued < 140 {
+		t.Errorf("issued %d of 150 scheduled: the stall must not hold back the schedule", res.Issued)
+	}
+	if total.ConnectionsOpened <= 2 || total.ConnectionsOpened > 20 {
+		t.Errorf("connections opened %d, want more than 2 and at most the cap of 20", total.ConnectionsOpened)
+	}
+}
