@@ -35,7 +35,8 @@ type Report struct {
 	// TargetRPS is the open-loop target rate (0 in closed loop; with
 	// stages, the window's mean target).
 	TargetRPS float64 `json:"target_rps,omitempty"`
-	// Missed counts open-loop sends that started more than 1 ms late.
+	// Missed counts open-loop sends that started more than 5 ms late
+	// (engine.MissThreshold), or never before the window closed.
 	Missed int64 `json:"missed"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.

@@ -52,7 +52,7 @@ type Counters struct {
 	// "version:TLS 1.3", "cipher:TLS_AES_128_GCM_SHA256", "group:X25519",
 	// "alpn:h2".
 	Tls map[string]int64 `protobuf:"bytes,11,rep,name=tls,proto3" json:"tls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	// missed counts open-loop sends that started more than 1 ms after their
+	// missed counts open-loop sends that started more than 5 ms after their
 	// intended time (they were still sent).
 	Missed        int64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# bench/run.sh - `make bench`: Phalanx's agent next to wrk / h2load / ab, side by
+# side, on one machine, everything on 127.0.0.1.
+#
+# It installs what is missing (apt-get), builds ./bin/{agent,coordinator,coordctl},
+# makes a throwaway CA and an ECDSA P-256 leaf, starts a private nginx (own prefix,
+# pid file and logs under a temp dir; never the system nginx) with one worker on the
+# LAST CPU, a coordinator and ONE agent on CPU 0, then runs every scenario as
+# interleaved rounds (peer, phalanx, peer, phalanx, ...) with the client on CPU 0:
+#
+#   ka-h1          HTTP/1.1 keep-alive, 600-byte page        wrk     vs phalanx
+#   ka-h1-16k      HTTP/1.1 keep-alive, 16 KiB page          wrk     vs phalanx
+#   ka-h2          HTTP/2, 50 connections x 10 streams       h2load  vs phalanx --http2 -m10
+#   short-full     1 request/connection, full handshakes     ab      vs phalanx --no-keepalive
+#   short-resumed  1 request/connection, TLS 1.3 resumption  wrk     vs phalanx --no-keepalive --tls-resume
+#
+# each closed loop at 50 connections, then both at the same fixed rate (60 % of the
+# peer's closed-loop median; the peer is h2load --rps where h2load can do the case,
+# else "n/a"), and a memory line at 2,000 keep-alive connections (wrk vs agent).
+#
+# Per run: achieved req/s; client CPU us per completed request (peer: /usr/bin/time
+# user+sys of the peer process; phalanx: the long-lived agent's utime+stime delta
+# from /proc/PID/stat around the run); peak RSS (peer: /usr/bin/time %M; agent:
+# VmHWM after `echo 5 > /proc/PID/clear_refs`); the coordinator's CPU during the
+# run as % of one core. The table (medians over rounds) goes to stdout and to
+# bench-results/bench-STAMP.md; raw outputs and the per-run TSV to
+# bench-results/bench-STAMP/. Everything started here is stopped on exit.
+#
+# Env: BENCH_ROUNDS (3)  BENCH_SECONDS (10)  BENCH_QUICK=1 (1 round of 3 s, smoke test)
+#      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS (2000;
+#      0 skips the memory line)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
+#      BENCH_SERVER_CPU (last CPU)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    ROUNDS=${BENCH_ROUNDS:-1}; SECS=${BENCH_SECONDS:-3}
+else
+    ROUNDS=${BENCH_ROUNDS:-3}; SECS=${BENCH_SECONDS:-10}
+fi
+ONLY=${BENCH_ONLY:-.}
+CONNS=${BENCH_CONNS:-50}
+MEM_CONNS=${BENCH_MEM_CONNS:-2000}
+MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
+RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
+NCPU=$(nproc)
+CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
+SERVER_CPU=${BENCH_SERVER_CPU:-$((NCPU - 1))}
+H=127.0.0.1
+RUN_CAP=$((SECS + 60))          # hard cap (s) for one tool / coordctl invocation
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS=$ROUNDS: want a positive integer"
+[[ $SECS =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS=$SECS: want a positive integer"
+[ "$NCPU" -ge 2 ] || log "warning: only $NCPU CPU: client and nginx share it"
+SCENARIOS=(ka-h1 ka-h1-16k ka-h2 short-full short-resumed)   # defined in define() below
+selected=()
+for s in "${SCENARIOS[@]}"; do [[ $s =~ $ONLY ]] && selected+=("$s"); done
+[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || die "BENCH_ONLY=$ONLY selects no scenario"
+
+# --- 1. tools -------------------------------------------------------------------
+# command -> Debian package
+declare -A PKG=(
+    [nginx]=nginx [wrk]=wrk [h2load]=nghttp2-client [ab]=apache2-utils [jq]=jq
+    [openssl]=openssl [curl]=curl [taskset]=util-linux [/usr/bin/time]=time
+    [ss]=iproute2 [timeout]=coreutils
+)
+missing=()
+for c in "${!PKG[@]}"; do
+    command -v "$c" >/dev/null 2>&1 || missing+=("${PKG[$c]}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || die "missing packages: ${missing[*]} (run as root, or apt-get install them)"
+    log "installing: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v go >/dev/null || die "go not found in PATH"
+NGINX_BIN=$(command -v nginx)
+
+log "building ./bin/{agent,coordinator,coordctl}"
+go build -o "$ROOT/bin/" ./cmd/agent ./cmd/coordinator ./cmd/coordctl
+AGENT_BIN=$ROOT/bin/agent; COORD_BIN=$ROOT/bin/coordinator; CTL_BIN=$ROOT/bin/coordctl
+
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" = 65536 ] || log "note: open files limited to $(ulimit -n) (hard limit $(ulimit -Hn))"
+CLK_TCK=$(getconf CLK_TCK)
+
+# --- state, cleanup -------------------------------------------------------------
+TMP=$(mktemp -d /tmp/phalanx-bench.XXXXXX)
+chmod 755 "$TMP"
+STAMP=$(date +%Y%m%d-%H%M%S)
+OUTDIR=$ROOT/bench-results
+RES=$OUTDIR/bench-$STAMP
+RAW=$RES/raw
+REPORT=$OUTDIR/bench-$STAMP.md
+mkdir -p "$RAW"
+TSV=$RES/runs.tsv
+printf 'scenario\tmode\trate\tround\tside\ttool\trps\tcompleted\tcpu_s\tus_per_req\trss_mb\tcoord_cpu_pct\terrors\trc\tnote\tnginx_cpu_pct\ths_full\ths_resumed\tclient_bound\tmissed\tissued\terror_kinds\n' > "$TSV"
+
+NGINX_PID_FILE=$TMP/nginx/nginx.pid
+COORD_PID=""; AGENT_PID=""; CHILD=""
+
+stop_pid() {   # stop_pid PID NAME: TERM, wait up to 5 s, then KILL (only our own children)
+    local pid=$1 i
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && { log "$2 ($pid) did not stop: KILL"; kill -KILL "$pid" 2>/dev/null || true; }
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local rc=$?
+    set +e
+    [ -n "$CHILD" ] && stop_pid "$CHILD" "current run"     # timeout(1) passes the TERM on
+    stop_pid "$AGENT_PID" agent
+    stop_pid "$COORD_PID" coordinator
+    if [ -s "$NGINX_PID_FILE" ]; then
+        local m; m=$(cat "$NGINX_PID_FILE")
+        # only our nginx: its command line names our prefix
+        if [ -r "/proc/$m/cmdline" ] && tr '\0' ' ' < "/proc/$m/cmdline" | grep -qF -- "$TMP/nginx"; then
+            kill -TERM "$m" 2>/dev/null
+            for _ in $(seq 50); do kill -0 "$m" 2>/dev/null || break; sleep 0.1; done
+            kill -0 "$m" 2>/dev/null && kill -KILL "$m" 2>/dev/null
+        fi
+    fi
+    # keep the logs with the raw results
+    for f in "$TMP"/coordinator.log "$TMP"/agent.log "$TMP"/nginx/logs/error.log; do
+        [ -f "$f" ] && cp "$f" "$RES/" 2>/dev/null
+    done
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bounded OUT CMD...: run CMD (stdout+stderr to OUT) under timeout, in the background
+# and wait for it, so that a signal to this script is handled at once.
+bounded() {
+    local out=$1 rc=0; shift
+    timeout -k 5 "$RUN_CAP" "$@" > "$out" 2>&1 &
+    CHILD=$!
+    wait "$CHILD" || rc=$?
+    CHILD=""
+    return "$rc"
+}
+
+# free TCP+UDP port on 127.0.0.1, not handed out before in this run
+USED_PORTS=" "
+free_port() {
+    local p i
+    for i in $(seq 200); do
+        p=$((20000 + RANDOM % 30000))
+        [[ $USED_PORTS == *" $p "* ]] && continue
+        if [ -z "$(ss -Htuan "( sport = :$p )" 2>/dev/null)" ]; then
+            USED_PORTS+="$p "; echo "$p"; return 0
+        fi
+    done
+    die "no free port found"
+}
+
+# --- 2. certificates, content, nginx -----------------------------------------------
+log "work dir $TMP; results $RES"
+mkdir -p "$TMP/pki" "$TMP/nginx/html" "$TMP/nginx/logs" "$TMP/nginx/tmp"
+chmod 755 "$TMP/nginx" "$TMP/nginx/html"
+(
+    cd "$TMP/pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 -days 2 \
+        -subj "/CN=phalanx bench CA" -addext basicConstraints=critical,CA:TRUE \
+        -addext keyUsage=critical,keyCertSign,cRLSign -keyout ca.key -out ca.pem 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -sha256 \
+        -subj /CN=localhost -keyout leaf.key -out leaf.csr 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' > leaf.ext
+    openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -sha256 \
+        -extfile leaf.ext -out leaf.pem 2>/dev/null
+    chmod 600 ca.key leaf.key
+)
+CA=$TMP/pki/ca.pem
+
+# 600-byte index.html, 16 KiB big.html
+{
+    printf '<!DOCTYPE html>\n<html>\n<head><title>phalanx bench</title></head>\n<body>\n'
+    printf '<h1>phalanx bench</h1>\n<p>Fixed-size page served by a pinned nginx on 127.0.0.1.</p>\n</body>\n</html>\n'
+} > "$TMP/nginx/html/head.tmp"
+pad=$((600 - $(wc -c < "$TMP/nginx/html/head.tmp") - 8))
+{ cat "$TMP/nginx/html/head.tmp"; printf '<!--'; head -c "$pad" /dev/zero | tr '\0' '.'; printf -- '-->\n'; } > "$TMP/nginx/html/index.html"
+pad=$((16384 - $(wc -c < "$TMP/nginx/html/head.tmp") - 8))
+{ cat "$TMP/nginx/html/head.tmp"; printf '<!--'; head -c "$pad" /dev/zero | tr '\0' 'x'; printf -- '-->\n'; } > "$TMP/nginx/html/big.html"
+rm -f "$TMP/nginx/html/head.tmp"
+chmod 644 "$TMP/nginx/html/"*
+[ "$(wc -c < "$TMP/nginx/html/index.html")" = 600 ] || die "index.html is not 600 bytes"
+[ "$(wc -c < "$TMP/nginx/html/big.html")" = 16384 ] || die "big.html is not 16384 bytes"
+
+NGX_VER=$("$NGINX_BIN" -v 2>&1 | sed -n 's#.*nginx/\([0-9.]*\).*#\1#p')
+if [ "$(printf '%s\n1.25.1\n' "$NGX_VER" | sort -V | head -n1)" = 1.25.1 ]; then
+    H2_LISTEN=""; H2_DIRECTIVE="http2 on;"        # nginx >= 1.25.1
+else
+    H2_LISTEN=" http2"; H2_DIRECTIVE=""           # nginx 1.22: listen ... ssl http2
+fi
+CPU_MASK=1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' '0')   # CPU n -> "1" + n zeros
+USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
+NGX_PORT=$(free_port)
+cat > "$TMP/nginx/nginx.conf" <<EOF
+# generated by bench/run.sh
+$USER_LINE
+worker_processes     1;
+worker_cpu_affinity  $CPU_MASK;
+worker_rlimit_nofile $(ulimit -n);
+pid                  $NGINX_PID_FILE;
+error_log            $TMP/nginx/logs/error.log warn;
+lock_file            $TMP/nginx/nginx.lock;
+events {
+    worker_connections 8192;
+    multi_accept       off;
+    accept_mutex       off;
+}
+http {
+    types { text/html html; }
+    default_type application/octet-stream;
+    access_log   off;
+    client_body_temp_path $TMP/nginx/tmp/body;
+    proxy_temp_path       $TMP/nginx/tmp/proxy;
+    fastcgi_temp_path     $TMP/nginx/tmp/fastcgi;
+    uwsgi_temp_path       $TMP/nginx/tmp/uwsgi;
+    scgi_temp_path        $TMP/nginx/tmp/scgi;
+    sendfile           on;
+    tcp_nopush         on;
+    tcp_nodelay        on;
+    keepalive_timeout  300s;
+    keepalive_requests 1000000;
+    reset_timedout_connection on;
+    open_file_cache    max=100 inactive=60s;
+    ssl_protocols       TLSv1.2 TLSv1.3;
+    ssl_session_cache   shared:SSL:10m;
+    ssl_session_timeout 10m;
+    ssl_session_tickets on;
+    server {
+        listen 127.0.0.1:$NGX_PORT ssl$H2_LISTEN backlog=4096;
+        $H2_DIRECTIVE
+        ssl_certificate     $TMP/pki/leaf.pem;
+        ssl_certificate_key $TMP/pki/leaf.key;
+        root  $TMP/nginx/html;
+        index index.html;
+    }
+}
+EOF
+NGX_ARGS=(-p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/logs/error.log")
+"$NGINX_BIN" "${NGX_ARGS[@]}" -t -q 2>"$TMP/nginx/t.err" || { cat "$TMP/nginx/t.err" >&2; die "nginx config test failed"; }
+taskset -c "$SERVER_CPU" "$NGINX_BIN" "${NGX_ARGS[@]}"
+URL=https://$H:$NGX_PORT/
+URL16=https://$H:$NGX_PORT/big.html
+for _ in $(seq 50); do
+    code=$(curl -s -m 2 --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL" || true)
+    [ "$code" = 200 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] || die "nginx does not answer 200 on $URL (got '$code'); see $TMP/nginx/logs/error.log"
+[ "$(curl -s -m 2 --cacert "$CA" "$URL16" | wc -c)" = 16384 ] || die "big.html not served whole"
+NGX_MASTER=$(cat "$NGINX_PID_FILE")
+NGX_WORKER=$(ps -o pid= --ppid "$NGX_MASTER" | tr -d ' ' | head -n1)
+log "nginx $NGX_VER on $URL: master $NGX_MASTER, worker $NGX_WORKER on CPU $(taskset -cp "$NGX_WORKER" | sed 's/.*: //')"
+
+# --- 3. coordinator + one agent ---------------------------------------------------
+CO_GRPC=$H:$(free_port); CO_GOSSIP=$H:$(free_port)
+AG_GRPC=$H:$(free_port); AG_GOSSIP=$H:$(free_port)
+taskset -c "$CLIENT_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local \
+    --log-level warn > "$TMP/coordinator.log" 2>&1 &
+COORD_PID=$!
+"$AGENT_BIN" --cpus "$CLIENT_CPU" --grpc-addr "$AG_GRPC" --gossip-addr "$AG_GOSSIP" --join "$CO_GOSSIP" \
+    --local --log-level warn > "$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+ctl() { taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" "$@"; }
+
+agent_idle() { ctl agents 2>/dev/null | awk 'NR>1 && $4=="idle" {n++} END {exit !(n==1)}'; }
+wait_idle() {   # wait_idle SECONDS
+    local i
+    for i in $(seq $(( $1 * 5 ))); do
+        kill -0 "$AGENT_PID" 2>/dev/null || die "agent exited; log: $(tail -n 5 "$TMP/agent.log")"
+        kill -0 "$COORD_PID" 2>/dev/null || die "coordinator exited; log: $(tail -n 5 "$TMP/coordinator.log")"
+        agent_idle && return 0
+        sleep 0.2
+    done
+    return 1
+}
+wait_idle 30 || die "agent not idle after 30 s: $(ctl agents 2>&1 | tr '\n' ' ')"
+log "coordinator $COORD_PID ($CO_GRPC) and agent $AGENT_PID ($AG_GRPC, pinned to CPU $CLIENT_CPU) ready"
+ctl agents >&2
+
+# --- 5. measurement helpers ---------------------------------------------------------
+ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }   # utime+stime
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+now() { date +%s.%N; }
+pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
+
+# parsers print "rps completed errors"
+parse_wrk() {
+    awk '/^Requests\/sec:/ {r=$2}
+         / requests in / {n=$1}
+         /Socket errors:/ {gsub(/,/, ""); e+=$4+$6+$8+$10}
+         /Non-2xx or 3xx responses:/ {e+=$NF}
+         END {print r+0, n+0, e+0}' "$1"
+}
+parse_h2load() {   # requests: T total, S started, D done, OK succeeded, F failed, ...
+    awk '/^finished in/ {r=$4}
+         /^requests:/ {n=$8; e=$10}
+         /^status codes:/ {e+=$7+$9}        # 4xx + 5xx
+         END {print r+0, n+0, e+0}' "$1"
+}
+parse_ab() {
+    awk '/^Requests per second:/ {r=$4}
+         /^Complete requests:/ {n=$3}
+         /^Failed requests:/ {e+=$3}
+         /^Non-2xx responses:/ {e+=$3}
+         END {print r+0, n+0, e+0}' "$1"
+}
+
+row() { local IFS=$'\t'; echo "$*" >> "$TSV"; }
+
+# run_peer SCENARIO MODE RATE ROUND TOOL -- CMD...
+run_peer() {
+    local scen=$1 mode=$2 rate=$3 round=$4 tool=$5; shift 6
+    local tag=$scen.$mode.$round.peer rc=0 rps n e u s m cpu us rss w0 w1 t0 t1
+    printf '%q ' taskset -c "$CLIENT_CPU" "$@" > "$RAW/$tag.cmd"; echo >> "$RAW/$tag.cmd"
+    w0=$(ticks "$NGX_WORKER"); t0=$(now)
+    bounded "$RAW/$tag.out" /usr/bin/time -f '%U %S %M' -o "$RAW/$tag.time" \
+        taskset -c "$CLIENT_CPU" "$@" || rc=$?
+    t1=$(now); w1=$(ticks "$NGX_WORKER")
+    read -r rps n e < <(parse_"$tool" "$RAW/$tag.out") || true
+    read -r u s m < <(tail -n1 "$RAW/$tag.time" 2>/dev/null) || true
+    u=${u:-0}; s=${s:-0}; m=${m:-0}
+    cpu=$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')
+    us=$(awk -v c="$cpu" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", c * 1e6 / n; else print "-"}')
+    rss=$(awk -v m="$m" 'BEGIN {printf "%.1f", m / 1024}')
+    row "$scen" "$mode" "$rate" "$round" peer "$tool" "$rps" "$n" "$cpu" "$us" "$rss" - "$e" "$rc" - "$(pct "$w0" "$w1" "$t0" "$t1")" - - - - - -
+    log "$(printf '%-14s %-6s r%s %-7s %9.0f req/s %8s us/req %7s MB  err=%s rc=%s' "$scen" "$mode" "$round" "$tool" "$rps" "$us" "$rss" "$e" "$rc")"
+}
+
+# run_phalanx SCENARIO MODE RATE ROUND URL -- COORDCTL RUN FLAGS...
+run_phalanx() {
+    local scen=$1 mode=$2 rate=$3 round=$4 url=$5; shift 6
+    local tag=$scen.$mode.$round.phalanx rc=0 a0 a1 c0 c1 w0 w1 t0 t1 json=$RAW/$scen.$mode.$round.phalanx.json
+    wait_idle 20 || log "warning: agent not idle before $tag"
+    printf '%q ' taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" --cacert "$CA" --json "$json" "$url" > "$RAW/$tag.cmd"
+    echo >> "$RAW/$tag.cmd"
+    echo 5 > "/proc/$AGENT_PID/clear_refs"          # reset the agent's peak RSS (VmHWM)
+    a0=$(ticks "$AGENT_PID"); c0=$(ticks "$COORD_PID"); w0=$(ticks "$NGX_WORKER"); t0=$(now)
+    bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
+        --cacert "$CA" --json "$json" "$url" || rc=$?
+    t1=$(now); a1=$(ticks "$AGENT_PID"); c1=$(ticks "$COORD_PID"); w1=$(ticks "$NGX_WORKER")
+    local hwm rps=0 n=0 e=0 note=- us rss cpu cpct hf=- hr=- cb=- missed=- issued=- ekinds=-
+    hwm=$(hwm_kb "$AGENT_PID")
+    if [ -s "$json" ] && jq -e . "$json" >/dev/null 2>&1; then
+        read -r rps n e < <(jq -r '[.rps // 0, .requests // 0,
+            (([.errors // {} | .[]] | add // 0) + (.non_2xx_3xx // 0))] | @tsv' "$json") || true
+        IFS=$'\t' read -r hf hr cb missed issued ekinds < <(jq -r '[.handshakes.full // 0, .handshakes.resumed // 0,
+            (if .client_bound then 1 else 0 end), .missed // 0, .issued // 0,
+            ((.errors // {}) | to_entries | map("\(.key)=\(.value)") | join(",") | if . == "" then "-" else . end)
+          ] | @tsv' "$json") || true
+        note=$(jq -r 'if .tls.version and (.tls.version | keys) != ["TLS 1.3"]
+                      then "tls \(.tls.version | keys | join("+"))" else "-" end' "$json")
+    fi
+    cpu=$(awk -v a="$a0" -v b="$a1" -v t="$CLK_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
+    us=$(awk -v c="$cpu" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", c * 1e6 / n; else print "-"}')
+    rss=$(awk -v m="$hwm" 'BEGIN {printf "%.1f", m / 1024}')
+    cpct=$(pct "$c0" "$c1" "$t0" "$t1")
+    row "$scen" "$mode" "$rate" "$round" phalanx phalanx "$rps" "$n" "$cpu" "$us" "$rss" "$cpct" "$e" "$rc" "$note" \
+        "$(pct "$w0" "$w1" "$t0" "$t1")" "$hf" "$hr" "$cb" "$missed" "$issued" "$ekinds"
+    log "$(printf '%-14s %-6s r%s %-7s %9.0f req/s %8s us/req %7s MB  coord %s%%  err=%s rc=%s  hs %s/%s bound=%s missed=%s/%s errors=%s' \
+        "$scen" "$mode" "$round" phalanx "$rps" "$us" "$rss" "$cpct" "$e" "$rc" "$hf" "$hr" "$cb" "$missed" "$issued" "$ekinds")"
+    [ "$rc" = 0 ] || log "coordctl failed: $(tail -n 3 "$RAW/$tag.out" | tr '\n' ' ')"
+}
+
+# median of column COL over rows matching scenario/mode/side
+AWK_MED='function med(s,   a, n, i, j, x) {
+    n = split(s, a, " "); if (!n) return "-"
+    for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j+1] = a[j]; a[j+1] = x }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
+median_rps() {   # median_rps SCENARIO MODE SIDE
+    awk -F'\t' -v s="$1" -v m="$2" -v d="$3" "$AWK_MED"'
+        $1 == s && $2 == m && $5 == d && $7 + 0 > 0 {v = v " " $7} END {print med(v)}' "$TSV"
+}
+
+# --- 4. scenarios ------------------------------------------------------------------
+# scenario: URL, phalanx flags, peer closed-loop command, peer fixed-rate command
+define() {   # define SCENARIO [RATE]: sets SURL PFLAGS PTOOL PEER (closed) RTOOL RPEER (rate)
+    local scen=$1 rate=${2:-0} per=$(( ${2:-0} / CONNS ))
+    SURL=$URL; RTOOL=""; RPEER=()
+    case $scen in
+        ka-h1)
+            PFLAGS=(-c"$CONNS"); PTOOL=wrk
+            PEER=(wrk -t1 -c"$CONNS" -d"${SECS}s" "$SURL")
+            RTOOL=h2load; RPEER=(h2load --h1 -t1 -c"$CONNS" -D "$SECS" --rps="$per" "$SURL") ;;
+        ka-h1-16k)
+            SURL=$URL16; PFLAGS=(-c"$CONNS"); PTOOL=wrk
+            PEER=(wrk -t1 -c"$CONNS" -d"${SECS}s" "$SURL")
+            RTOOL=h2load; RPEER=(h2load --h1 -t1 -c"$CONNS" -D "$SECS" --rps="$per" "$SURL") ;;
+        ka-h2)
+            PFLAGS=(--http2 -m10 -c"$CONNS"); PTOOL=h2load
+            PEER=(h2load -t1 -c"$CONNS" -m10 -D "$SECS" "$SURL")
+            RTOOL=h2load; RPEER=(h2load -t1 -c"$CONNS" -m10 -D "$SECS" --rps="$per" "$SURL") ;;
+        short-full)
+            # wrk and h2load resume TLS sessions on reconnect (BASELINE.md) and have no
+            # switch against it; ab never resumes. ab has no fixed rate: rate peer n/a.
+            PFLAGS=(--no-keepalive -c"$CONNS"); PTOOL=ab
+            # -t bounds the time; ab allocates its stats array for -n up front, so -n is
+            # sized for 5,000 req/s (far above what full handshakes reach on one core)
+            PEER=(ab -q -t "$SECS" -n $((5000 * SECS)) -c "$CONNS" "$SURL") ;;
+        short-resumed)
+            PFLAGS=(--no-keepalive --tls-resume -c"$CONNS"); PTOOL=wrk
+            PEER=(wrk -t1 -c"$CONNS" -d"${SECS}s" -H 'Connection: close' "$SURL")
+            # no fixed-rate peer: h2load 1.52 ignores --rps with 'Connection: close' and
+            # hangs at the end of a -D run with it; wrk has no rate.
+            ;;
+        *) die "unknown scenario $scen" ;;
+    esac
+    [ "$rate" -gt 0 ] && [ "$per" -lt 1 ] && { RTOOL=""; RPEER=(); }
+    return 0
+}
+
+n_runs=$(( ${#selected[@]} * ROUNDS * 4 ))
+log "scenarios: ${selected[*]:-none}; $ROUNDS round(s) of ${SECS}s, $CONNS connections; at most ~$(( (n_runs * (SECS + 3) + 2 * MEM_SECS + 20) / 60 + 1 )) min"
+
+idle_a0=$(ticks "$AGENT_PID"); idle_c0=$(ticks "$COORD_PID"); idle_t0=$(now)
+sleep 2
+idle_t1=$(now)
+idle_agent_pct=$(pct "$idle_a0" "$(ticks "$AGENT_PID")" "$idle_t0" "$idle_t1")
+idle_coord_pct=$(pct "$idle_c0" "$(ticks "$COORD_PID")" "$idle_t0" "$idle_t1")
+idle_agent_rss=$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$AGENT_PID/status")
+
+for scen in "${selected[@]}"; do
+    define "$scen"
+    log "== $scen closed loop: ${PEER[0]} vs phalanx ${PFLAGS[*]}"
+    for r in $(seq "$ROUNDS"); do
+        run_peer "$scen" closed - "$r" "$PTOOL" -- "${PEER[@]}"
+        sleep 1
+        run_phalanx "$scen" closed - "$r" "$SURL" -- "${PFLAGS[@]}" -d "${SECS}s"
+        sleep 1
+    done
+    med=$(median_rps "$scen" closed peer)
+    if [ "$med" = - ]; then
+        log "$scen: no peer closed-loop median; fixed-rate runs skipped"; continue
+    fi
+    rate=$(awk -v m="$med" -v f="$RATE_FRACTION" -v c="$CONNS" 'BEGIN {r = int(m * f / c) * c; if (r < c) r = c; print r}')
+    define "$scen" "$rate"
+    log "== $scen at a fixed $rate req/s (${RATE_FRACTION} x peer median $med): ${RTOOL:-no peer} vs phalanx -R $rate"
+    for r in $(seq "$ROUNDS"); do
+        if [ -n "$RTOOL" ]; then
+            run_peer "$scen" rate "$rate" "$r" "$RTOOL" -- "${RPEER[@]}"
+            sleep 1
+        fi
+        run_phalanx "$scen" rate "$rate" "$r" "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
+        sleep 1
+    done
+done
+
+# --- 7. memory at MEM_CONNS keep-alive connections -------------------------------------
+MEM_LINE=""
+if [ "$MEM_CONNS" -gt 0 ]; then
+    log "== memory: $MEM_CONNS keep-alive connections, ${MEM_SECS}s each"
+    run_peer mem-c$MEM_CONNS closed - 1 wrk -- wrk -t1 -c"$MEM_CONNS" -d"${MEM_SECS}s" "$URL"
+    sleep 2
+    run_phalanx mem-c$MEM_CONNS closed - 1 "$URL" -- -c"$MEM_CONNS" -d "${MEM_SECS}s"
+    MEM_LINE=$(awk -F'\t' -v s="mem-c$MEM_CONNS" -v c="$MEM_CONNS" -v d="$MEM_SECS" '
+        $1 == s && $5 == "peer"    {wr = $11; wq = $7; we = $13}
+        $1 == s && $5 == "phalanx" {pr = $11; pq = $7; pe = $13}
+        END {printf "Memory at %d keep-alive connections (600-byte page, one %ds run each): wrk -t1 peak RSS **%s MB** (%.0f req/s, %d errors); phalanx agent peak RSS **%s MB** (%.0f req/s, %d errors).", c, d, wr, wq, we, pr, pq, pe}' "$TSV")
+fi
+
+# --- 6. table ----------------------------------------------------------------------
+TABLE=$(awk -F'\t' "$AWK_MED"'
+    function f(v, fmt) { return (v == "-" || v == "") ? "-" : sprintf(fmt, v) }
+    NR == 1 || $1 ~ /^mem-/ {next}
+    {
+        k = $1 SUBSEP $2; if (!(k in seen)) {seen[k] = 1; order[++no] = k; scen[k] = $1; mode[k] = $2; rate[k] = $3}
+        if ($5 == "peer") {
+            tool[k] = $6; if ($7 + 0 > 0) prps[k] = prps[k] " " $7
+            if ($10 != "-") pus[k] = pus[k] " " $10; prss[k] = prss[k] " " $11
+            if ($13 > 0 || $14 != 0) pbad[k]++
+            pngx[k] = pngx[k] " " $16
+        } else {
+            xngx[k] = xngx[k] " " $16
+            if ($7 + 0 > 0) xrps[k] = xrps[k] " " $7
+            if ($10 != "-") xus[k] = xus[k] " " $10; xrss[k] = xrss[k] " " $11; cc[k] = cc[k] " " $12
+            if ($13 > 0 || $14 != 0) xbad[k]++
+            if ($15 != "-" && !((k, $15) in nseen)) { nseen[k, $15] = 1; notes[k] = notes[k] (notes[k] ? "; " : "") $15 }
+            xn_runs[k]++
+            if ($17 + $18 > 0 && $1 ~ /^short/) res[k] = res[k] " " 100 * $18 / ($17 + $18)
+            if ($19 == 1) bound[k]++
+            if ($2 == "rate" && $21 + 0 > 0) late[k] = late[k] " " 100 * $20 / $21
+            if ($22 != "-" && $22 != "") { erun[k]++; ek[k] = ek[k] (ek[k] ? "; " : "") "r" $4 ": " $22 }
+        }
+    }
+    END {
+        print "| scenario | mode | peer tool | peer RPS | phalanx RPS | peer µs/req | phalanx µs/req | ratio phalanx/peer | peer RSS MB | phalanx RSS MB | coordinator CPU % | notes |"
+        print "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        for (i = 1; i <= no; i++) {
+            k = order[i]
+            pu = med(pus[k]); xu = med(xus[k])
+            ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
+            m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s"
+            t = (k in tool) ? tool[k] : "n/a"
+            nt = ""
+            if (res[k] != "") nt = nt (nt ? "; " : "") sprintf("resumed %.0f%% of handshakes", med(res[k]))
+            if (late[k] != "") nt = nt (nt ? "; " : "") sprintf("late sends (>1 ms) %.0f%%", med(late[k]))
+            if (bound[k]) nt = nt (nt ? "; " : "") "client-bound in " bound[k] "/" xn_runs[k]
+            if (erun[k]) nt = nt (nt ? "; " : "") "errors in " erun[k] "/" xn_runs[k] " (" ek[k] ")"
+            if (notes[k] != "") nt = nt (nt ? "; " : "") notes[k]
+            pn = med(pngx[k]); xn = med(xngx[k])
+            nt = "nginx CPU " ((k in tool) ? sprintf("%.0f%%", pn) " (peer) / " : "") sprintf("%.0f%%", xn) " (phalanx)" (nt ? "; " nt : "")
+            if (pbad[k]) nt = nt (nt ? "; " : "") "peer errors in " pbad[k] " run(s)"
+            if (xbad[k] && !erun[k]) nt = nt (nt ? "; " : "") "phalanx failed in " xbad[k] " run(s)"
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scen[k], m, t,
+                (k in tool) ? f(med(prps[k]), "%.0f") : "n/a", f(med(xrps[k]), "%.0f"),
+                (k in tool) ? f(pu, "%.1f") : "n/a", f(xu, "%.1f"), ratio,
+                (k in tool) ? f(med(prss[k]), "%.1f") : "n/a", f(med(xrss[k]), "%.1f"), f(med(cc[k]), "%.1f"), (nt ? nt : "-")
+        }
+    }' "$TSV")
+
+{
+    echo "# make bench: phalanx agent vs wrk / h2load / ab ($STAMP)"
+    echo
+    echo "- machine: $NCPU CPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), kernel $(uname -r), load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- server: nginx $NGX_VER ($(openssl version | awk '{print $1, $2}')), 1 worker pinned to CPU $SERVER_CPU, ECDSA P-256 leaf, TLS 1.2+1.3, session cache + tickets on, https://127.0.0.1/ (600 B) and /big.html (16 KiB)"
+    echo "- client CPU $CLIENT_CPU: peers under taskset; phalanx = 1 agent (--cpus $CLIENT_CPU) + coordinator (taskset) + coordctl (taskset), all on CPU $CLIENT_CPU"
+    echo "- tools: $(wrk -v 2>&1 | head -n1 | awk '{print $1, $2}'), $(h2load --version | head -n1), ab $(ab -V | sed -n 's/.*Version \([0-9.]*\).*/\1/p'), phalanx $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?') ($(go version | awk '{print $3}'))"
+    echo "- $ROUNDS round(s) of ${SECS}s per tool per row, interleaved peer/phalanx; $CONNS connections; fixed rate = ${RATE_FRACTION} x the peer's closed-loop median, rounded down to a multiple of $CONNS; **medians** over rounds"
+    echo "- idle before the runs: agent ${idle_agent_pct}% CPU, ${idle_agent_rss} MB RSS; coordinator ${idle_coord_pct}% CPU"
+    echo
+    echo "$TABLE"
+    echo
+    [ -n "$MEM_LINE" ] && { echo "$MEM_LINE"; echo; }
+    echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the nginx worker's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of sends that started more than 1 ms after their intended time (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
+    echo
+    echo "Raw outputs, exact commands and the per-run TSV: \`${RES#"$ROOT"/}/\`."
+} > "$REPORT"
+
+echo
+cat "$REPORT"
+echo
+log "report: $REPORT"
