@@ -257,3 +257,23 @@ func TestOpenLoopGrowsDuringStall(t *testing.T) {
 		t.Errorf("connections opened %d, want more than 2 and at most the cap of 20", total.ConnectionsOpened)
 	}
 }
+
+// TestRecorderKeepsIntervalsWhenCollectorLags: samples recorded far ahead
+// of the collector (a starved agent) still land in their own interval.
+func TestRecorderKeepsIntervalsWhenCollectorLags(t *testing.T) {
+	r := newRecorder()
+	for k := range 40 {
+		r.mu.Lock()
+		r.counts(k).Requests += int64(k + 1)
+		r.mu.Unlock()
+	}
+	spare := newSlot()
+	for k := range 40 {
+		s := r.swap(spare)
+		if got := s.counts.Requests; got != int64(k+1) {
+			t.Fatalf("interval %d holds %d requests, want %d", k, got, k+1)
+		}
+		s.reset()
+		spare = s
+	}
+}

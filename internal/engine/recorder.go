@@ -151,8 +151,10 @@ func (s *slot) reset() {
 
 // ringSize is how many intervals a recorder holds at once: the interval
 // collector may fall this many intervals behind (a starved agent, a short
-// interval) before samples are misattributed.
-const ringSize = 8
+// interval) before samples are misattributed. Slots are allocated only
+// when a sample needs one, so a lagging collector costs memory only while
+// it lags.
+const ringSize = 64
 
 // recorder is one worker's measurement state. Its connections record into
 // it under mu, which only they and the interval collector take (never shared
@@ -164,14 +166,14 @@ type recorder struct {
 	mu     sync.Mutex
 	idx    int // oldest interval not yet handed out
 	ring   [ringSize]*slot
+	free   []*slot // reset slots, reused before allocating
 	warmup Counts
 }
 
 func newRecorder() *recorder {
 	r := &recorder{}
-	for i := range r.ring {
-		r.ring[i] = newSlot()
-	}
+	r.ring[0] = newSlot()
+	r.free = []*slot{newSlot()}
 	return r
 }
 
@@ -190,17 +192,31 @@ func (r *recorder) counts(k int) *Counts {
 // the newest.
 func (r *recorder) slotFor(k int) *slot {
 	k = min(max(k, r.idx), r.idx+ringSize-1)
-	return r.ring[k%ringSize]
+	s := r.ring[k%ringSize]
+	if s == nil {
+		if n := len(r.free); n > 0 {
+			s, r.free = r.free[n-1], r.free[:n-1]
+		} else {
+			s = newSlot()
+		}
+		r.ring[k%ringSize] = s
+	}
+	return s
 }
 
-// swap hands out the slot of interval r.idx and advances to the next one,
-// replacing the handed-out slot with spare (which must be reset).
+// swap hands out the slot of interval r.idx (spare itself when nothing was
+// recorded in it) and advances to the next interval. spare must be reset;
+// it is kept for reuse when not handed out.
 func (r *recorder) swap(spare *slot) *slot {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	out := r.ring[r.idx%ringSize]
-	r.ring[r.idx%ringSize] = spare
+	r.ring[r.idx%ringSize] = nil
 	r.idx++
-	r.mu.Unlock()
+	if out == nil {
+		return spare
+	}
+	r.free = append(r.free, spare)
 	return out
 }
 
