@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,12 +26,11 @@ type conn struct {
 	br     *bufio.Reader
 	closed bool
 
-	// Owned by the loop goroutine; read by Run after it exits.
-	issued   int64
-	inFlight int64
-	lastEnd  time.Time
-	dropped  bool // the last connection was lost: the next open is a reconnect
-	resp     response
+	tally tally
+
+	// Owned by the loop goroutine.
+	dropped bool // the last connection was lost: the next open is a reconnect
+	resp    response
 }
 
 func newConn(e *Engine, w *worker, i, j int) *conn {
@@ -152,37 +152,63 @@ func (c *conn) loop() {
 		}
 		inWindow := !t0.Before(e.windowStart)
 		if inWindow {
-			c.issued++
+			c.tally.issued.Add(1)
 		}
 		en := &e.entries[e.sched[c.pos]]
 		if c.pos++; c.pos == len(e.sched) {
 			c.pos = 0
 		}
 		o := c.do(t0, en)
-		e.noteSend(o.sent)
-		if c.w.open {
-			e.noteStage(t0, o.sent)
-			if o.sent.Sub(t0) > MissThreshold {
-				o.missed = true
-			}
-		}
-		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
-			if !inWindow {
-				c.issued++ // carried from the warm-up, in flight at the end
-			}
-			c.inFlight++
-			c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
+		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
-		k := e.intervalOf(o.end)
-		if k >= 0 {
-			if !inWindow {
-				c.issued++ // issued in the warm-up, ended in the window
-			}
-			c.lastEnd = o.end
-		}
-		c.w.rec.record(k, &o)
 	}
+}
+
+// tally is a connection slot's request accounting, shared by its
+// goroutines (one for HTTP/1.1, one per stream slot for HTTP/2) and read by
+// Run after they exit.
+type tally struct {
+	issued   atomic.Int64
+	inFlight atomic.Int64
+	lastEnd  atomic.Int64 // 1 + ns from the start instant of the latest in-window end
+}
+
+// settle does the bookkeeping after one request intended (or begun) at t0:
+// the first-send and stage notes, missed sends, and either the in-flight
+// count, when it ended after the window (then the slot stops: settle
+// returns false), or its outcome in its interval.
+func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *outcome) bool {
+	e.noteSend(o.sent)
+	if w.open {
+		e.noteStage(t0, o.sent)
+		if o.sent.Sub(t0) > MissThreshold {
+			o.missed = true
+		}
+	}
+	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
+		if !inWindow {
+			t.issued.Add(1) // carried from the warm-up, in flight at the end
+		}
+		t.inFlight.Add(1)
+		w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), o)
+		return false
+	}
+	k := e.intervalOf(o.end)
+	if k >= 0 {
+		if !inWindow {
+			t.issued.Add(1) // issued in the warm-up, ended in the window
+		}
+		end := int64(o.end.Sub(e.mono)) + 1
+		for {
+			cur := t.lastEnd.Load()
+			if end <= cur || t.lastEnd.CompareAndSwap(cur, end) {
+				break
+			}
+		}
+	}
+	w.rec.record(k, o)
+	return true
 }
 
 // watch grows an open-loop worker's connections while its schedule has a

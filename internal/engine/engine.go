@@ -574,13 +574,9 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	res := Result{WindowEnd: windowStartWall.Add(e.windowEnd.Sub(e.windowStart)), MaxStreams: int(e.maxStreams.Load())}
 	e.connsMu.Lock()
 	defer e.connsMu.Unlock()
-	for _, c := range e.conns {
-		res.Issued += c.issued
-		res.InFlight += c.inFlight
-	}
-	for _, c := range e.h2conns {
-		res.Issued += c.issued.Load()
-		res.InFlight += c.inFlight.Load()
+	for _, t := range e.tallies() {
+		res.Issued += t.issued.Load()
+		res.InFlight += t.inFlight.Load()
 	}
 	for _, w := range e.workers {
 		res.Warmup.Add(&w.rec.warmup)
@@ -645,20 +641,30 @@ func (e *Engine) countDone() bool {
 	return true
 }
 
-// lastEnd returns the latest request end across connections, or the window
-// start when nothing ended.
-func (e *Engine) lastEnd() time.Time {
-	le := e.windowStart
-	e.connsMu.Lock()
-	defer e.connsMu.Unlock()
+// tallies returns every connection slot's accounting. Called with
+// connsMu held, or once no slot can be added.
+func (e *Engine) tallies() []*tally {
+	var out []*tally
 	for _, c := range e.conns {
-		if c.lastEnd.After(le) {
-			le = c.lastEnd
-		}
+		out = append(out, &c.tally)
 	}
 	for _, c := range e.h2conns {
-		if t := c.lastEndTime(); t.After(le) {
-			le = t
+		out = append(out, &c.tally)
+	}
+	return out
+}
+
+// lastEnd returns the latest in-window request end across connections, or
+// the window start when nothing ended.
+func (e *Engine) lastEnd() time.Time {
+	e.connsMu.Lock()
+	defer e.connsMu.Unlock()
+	le := e.windowStart
+	for _, t := range e.tallies() {
+		if ns := t.lastEnd.Load(); ns != 0 {
+			if end := e.mono.Add(time.Duration(ns - 1)); end.After(le) {
+				le = end
+			}
 		}
 	}
 	return le

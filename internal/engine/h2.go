@@ -61,25 +61,14 @@ type h2conn struct {
 	dialing bool
 	dropped bool // a session was lost: the next dial is a reconnect
 
-	issued   atomic.Int64
-	inFlight atomic.Int64
-	lastEnd  atomic.Int64 // unix nanos of the last in-window end
-	mono0    time.Time    // reference for lastEnd
+	tally tally
 }
 
 func newH2Conn(e *Engine, w *worker, idx, j int) *h2conn {
-	c := &h2conn{e: e, w: w, j: j, mono0: time.Now()}
+	c := &h2conn{e: e, w: w, j: j}
 	c.pos.Store(int64(idx % len(e.sched)))
 	c.cond = sync.NewCond(&c.mu)
 	return c
-}
-
-func (c *h2conn) lastEndTime() time.Time {
-	ns := c.lastEnd.Load()
-	if ns == 0 {
-		return time.Time{}
-	}
-	return c.mono0.Add(time.Duration(ns))
 }
 
 // dial opens a session and makes it current (used by Prepare).
@@ -201,40 +190,14 @@ func (c *h2conn) streamLoop() {
 		}
 		inWindow := !t0.Before(e.windowStart)
 		if inWindow {
-			c.issued.Add(1)
+			c.tally.issued.Add(1)
 		}
 		pos := c.pos.Add(1) - 1
 		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
 		o := c.do(t0, en)
-		e.noteSend(o.sent)
-		if c.w.open {
-			e.noteStage(t0, o.sent)
-			if o.sent.Sub(t0) > MissThreshold {
-				o.missed = true
-			}
-		}
-		if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
-			if !inWindow {
-				c.issued.Add(1)
-			}
-			c.inFlight.Add(1)
-			c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
+		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
-		k := e.intervalOf(o.end)
-		if k >= 0 {
-			if !inWindow {
-				c.issued.Add(1)
-			}
-			for {
-				old := c.lastEnd.Load()
-				v := int64(o.end.Sub(c.mono0))
-				if v <= old || c.lastEnd.CompareAndSwap(old, v) {
-					break
-				}
-			}
-		}
-		c.w.rec.record(k, &o)
 	}
 }
 
