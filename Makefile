@@ -12,7 +12,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
 FUZZTIME ?= 10s
 
-.PHONY: help build test test-netns test-short fuzz demo proto tools lint check bench clean
+.PHONY: help build test test-cases test-netns test-short fuzz demo proto tools lint check bench clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ build: ## build agent, coordinator and coordctl into ./bin
 
 test: ## run every test with the race detector (NGINX e2e tests need nginx installed)
 	go test -race -count=1 ./...
+
+test-cases: ## run the field-case tests without the race detector, where their timing criteria are judged
+	go test -count=1 -run '^TestCase' ./e2e
 
 test-netns: ## run the multi-host test in network namespaces, alone (root; needs the cores to itself)
 	PHALANX_NETNS=1 PHALANX_REQUIRE_NETNS=1 go test -count=1 -run '^TestNetnsCluster$$' -v ./e2e

@@ -280,6 +280,14 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 	// also dip now and then: a recovery bucket fails only when it is below
 	// 80 % and below the lowest undisturbed bucket of the same run. Over
 	// the whole recovery window the mean must reach 80 % regardless.
+	if c15RaceEnabled() {
+		// The race detector slows this whole process (client, server and
+		// cluster) several times over and unevenly: per-100-ms throughput
+		// then measures the detector. The recovery criterion is judged in
+		// the run without it (make test-cases, in CI).
+		t.Logf("recovery not judged under the race detector (make test-cases judges it)")
+		return
+	}
 	floor := min(0.8, minControl)
 	t.Logf("lowest undisturbed bucket: %.0f %% of its baseline; per-bucket floor %.0f %%", 100*minControl, 100*floor)
 	for i, w := range windows {

@@ -58,8 +58,16 @@ const (
 	netnsRunTimeout = 45 * time.Second
 	// netnsPoll is the interval between two coordctl agents polls.
 	netnsPoll = 250 * time.Millisecond
-	// netnsMaxSkewUs bounds the start skew and the stage change skew, µs.
+	// netnsMaxSkewUs bounds the start skew and the stage change skew, µs,
+	// on a host with a core for each of the five processes that race at
+	// the start (three agents, the target, the coordinator).
 	netnsMaxSkewUs = 1000
+	// netnsSharedSkewUs is the start skew bound when the host has fewer
+	// cores: three agent processes that all wake at one instant then wait
+	// their turn for a core (the OS scheduler's slices are milliseconds),
+	// which measures the host, not the agents' clocks.
+	netnsSharedSkewUs = 10_000
+	netnsProcesses    = 5
 )
 
 // netnsHost is one namespace host of the topology.
@@ -262,8 +270,8 @@ stages:
 		switch cs := r2.Stages[1].ChangeSkewUs; {
 		case cs == nil:
 			t.Errorf("open: stages[1] has no change_skew_us")
-		case *cs < 0 || *cs >= netnsMaxSkewUs:
-			t.Errorf("open: stages[1].change_skew_us = %.2f, want within [0, %d): the agents changed stage more than 1 ms apart (host: %s)", *cs, netnsMaxSkewUs, netnsHostLoad())
+		case *cs < 0 || *cs >= netnsSkewBound(t, "stage change", *cs):
+			t.Errorf("open: stages[1].change_skew_us = %.2f, want within [0, %.0f): the agents changed stage too far apart (host: %s)", *cs, netnsSkewBound(t, "", *cs), netnsHostLoad())
 		default:
 			t.Logf("open: stage change skew %.2fus", *cs)
 		}
@@ -342,8 +350,9 @@ func netnsCheckRun(t *testing.T, run string, r *netnsReport, mode string, conns 
 	}
 
 	// Start skew: under 1 ms, and the spread of the rows' start offsets.
-	if r.StartSkewUs < 0 || r.StartSkewUs >= netnsMaxSkewUs {
-		t.Errorf("%s: start_skew_us = %.2f, want within [0, %d) (host: %s)", run, r.StartSkewUs, netnsMaxSkewUs, netnsHostLoad())
+	bound := netnsSkewBound(t, run+" start", r.StartSkewUs)
+	if r.StartSkewUs < 0 || r.StartSkewUs >= bound {
+		t.Errorf("%s: start_skew_us = %.2f, want within [0, %.0f) (host: %s)", run, r.StartSkewUs, bound, netnsHostLoad())
 	}
 	if len(r.Agents) > 0 && math.Abs((hi-lo)-r.StartSkewUs) > 1 {
 		t.Errorf("%s: start_skew_us %.2f, but the agents' start offsets spread over %.2fus", run, r.StartSkewUs, hi-lo)
@@ -404,6 +413,19 @@ func netnsReadReport(t *testing.T, file string) *netnsReport {
 		t.Fatalf("JSON report %s: %v\n%s", file, err, data)
 	}
 	return &r
+}
+
+// netnsSkewBound returns the skew bound, µs: 1 ms with a core per racing
+// process, else the shared-host bound, logged with the measured value
+// (what names the measurement; empty: no log).
+func netnsSkewBound(t *testing.T, what string, measuredUs float64) float64 {
+	if runtime.NumCPU() >= netnsProcesses {
+		return netnsMaxSkewUs
+	}
+	if what != "" {
+		t.Logf("%s skew: %d CPUs for %d processes, bound %d us instead of %d (measured %.0f us)", what, runtime.NumCPU(), netnsProcesses, netnsSharedSkewUs, netnsMaxSkewUs, measuredUs)
+	}
+	return netnsSharedSkewUs
 }
 
 // netnsSkip skips the test, or fails it when netnsRequireEnv is set.

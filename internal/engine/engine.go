@@ -213,7 +213,15 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 			return time.Time{}, false
 		}
 		w.taken.Add(1)
-		if d := time.Until(start); d > 0 && !e.wait(timer, d) {
+		if e.firstOfPhase(w, k, off) {
+			// The run's first send and each stage's first: wait precisely
+			// (timers wake about 1 ms late), so agents start and change
+			// load together. Other sends keep to plain timers.
+			if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+				return time.Time{}, false
+			}
+			spinUntil(start)
+		} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
 			return time.Time{}, false
 		}
 		return start, true
@@ -236,6 +244,23 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 		return time.Time{}, false
 	}
 	return time.Now(), true
+}
+
+// firstOfPhase reports whether ticket k (at offset off) is worker w's first
+// of the run or of a stage.
+func (e *Engine) firstOfPhase(w *worker, k int64, off time.Duration) bool {
+	if k == 0 {
+		return true
+	}
+	for _, st := range e.stageStarts[min(1, len(e.stageStarts)):] {
+		if off >= st {
+			prev, ok := w.sched.at(float64(k-1) + w.phase)
+			if ok && prev < st {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // wait sleeps d on timer, or until the engine stops (false).
@@ -477,17 +502,16 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			}()
 		}
 	}
-	// Sleep to just before the instant, then spin, so that every agent's
-	// first sends leave within microseconds of it. The spin is short: agents
-	// sharing cores (one host, tests) must not starve each other of them.
-	if !sleepUntil(ctx, e.mono.Add(-300*time.Microsecond)) {
+	// Sleep to just before the instant (Go timers wake about 1 ms late),
+	// then spin to it, so that every agent's first sends leave within
+	// microseconds of it.
+	if !sleepUntil(ctx, e.mono.Add(-1500*time.Microsecond)) {
 		close(release)
 		e.stop()
 		wg.Wait()
 		return Result{}, ctx.Err()
 	}
-	for time.Now().Before(e.mono) {
-	}
+	spinUntil(e.mono)
 	close(release)
 
 	done := make(chan struct{})
@@ -739,6 +763,14 @@ func (e *Engine) stop() {
 			c.close()
 		}
 	})
+}
+
+// spinUntil polls the clock until t, letting other goroutines run between
+// polls: precise to microseconds.
+func spinUntil(t time.Time) {
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
 }
 
 // sleepUntil sleeps until t (monotonic) or ctx ends; it reports whether t
