@@ -88,11 +88,13 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 		// to every request; they are judged when the test process ran
 		// without stalls.
 		var over []string
-		if l.P50 > ms(3) {
-			over = append(over, fmt.Sprintf("p50 = %d µs, want 2 ms (+1 ms for loopback TLS)", l.P50))
+		// The server's own 2 ms sleep overshoots by up to about 1 ms (Go
+		// timers on this kind of VM), and loopback TLS adds about 0.5 ms.
+		if l.P50 > ms(3.5) {
+			over = append(over, fmt.Sprintf("p50 = %d µs, want 2 ms (+1.5 ms for the server's timer and loopback TLS)", l.P50))
 		}
-		if l.P90 > ms(4) {
-			over = append(over, fmt.Sprintf("p90 = %d µs, want ≤ 3 ms (+1 ms for loopback TLS)", l.P90))
+		if l.P90 > ms(4.5) {
+			over = append(over, fmt.Sprintf("p90 = %d µs, want ≤ 3 ms (+1.5 ms for the server's timer and loopback TLS)", l.P90))
 		}
 		for _, q := range []struct {
 			name string
