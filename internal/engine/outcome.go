@@ -45,15 +45,6 @@ func (k ErrorKind) String() string {
 	return "unknown"
 }
 
-// ErrorKinds returns every kind in report order.
-func ErrorKinds() []ErrorKind {
-	out := make([]ErrorKind, numErrorKinds)
-	for i := range out {
-		out[i] = ErrorKind(i)
-	}
-	return out
-}
-
 // protocolError marks a malformed response.
 type protocolError struct{ msg string }
 

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -212,22 +211,4 @@ func HistogramsToProto(h *engine.Histograms) (*pb.Histograms, error) {
 		*f.dst = b
 	}
 	return out, nil
-}
-
-// HistogramsFromProto decodes histograms; every one must be present and
-// valid (an empty histogram is still encoded).
-func HistogramsFromProto(m *pb.Histograms) (engine.Histograms, error) {
-	var h engine.Histograms
-	for _, f := range []struct {
-		name string
-		b    []byte
-		dst  **hist.Histogram
-	}{{"latency", m.GetLatency(), &h.Latency}, {"connect", m.GetConnect(), &h.Connect}, {"tls_full", m.GetTlsFull(), &h.TLSFull}, {"tls_resumed", m.GetTlsResumed(), &h.TLSResumed}, {"ttfb", m.GetTtfb(), &h.TTFB}, {"service_time", m.GetServiceTime(), &h.Service}} {
-		d, err := hist.Decode(f.b)
-		if err != nil {
-			return h, fmt.Errorf("%s histogram: %w", f.name, err)
-		}
-		*f.dst = d
-	}
-	return h, nil
 }
