@@ -220,7 +220,7 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 			if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
 				return time.Time{}, false
 			}
-			spinUntil(start)
+			sleepToInstant(start)
 		} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
 			return time.Time{}, false
 		}
@@ -350,10 +350,10 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 64)
 	)
-	k := 0
-	if e.plan.Warmup > 0 {
-		k = -1
-	}
+	// Prepared connections are recorded in the window's first interval
+	// even after a warm-up: the run's connection and handshake figures
+	// include them, and without a reconnect they are the only ones.
+	const k = 0
 	open := func(w *worker, dial func() (*connInfo, *dialError)) {
 		defer wg.Done()
 		defer func() { <-sem }()
@@ -410,7 +410,16 @@ func unreachable(err error) bool {
 	var hne x509.HostnameError
 	var cie x509.CertificateInvalidError
 	var ve *tls.CertificateVerificationError
-	return errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie) || errors.As(err, &ve)
+	if errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie) || errors.As(err, &ve) {
+		return true
+	}
+	// A TLS alert in the handshake, sent by the server (crypto/tls reports
+	// it as a "remote error" OpError) or by us (an AlertError): the two
+	// sides cannot agree on a version, cipher suite or group, so every
+	// connection would fail the same way.
+	var alert tls.AlertError
+	var op *net.OpError
+	return de.kind == ErrTLS && (errors.As(err, &alert) || errors.As(err, &op) && op.Op == "remote error")
 }
 
 // Interval is one reporting interval's measurements.
@@ -502,23 +511,25 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			}()
 		}
 	}
-	// Sleep to just before the instant (Go timers wake about 1 ms late),
-	// then spin to it, so that every agent's first sends leave within
-	// microseconds of it.
-	if !sleepUntil(ctx, e.mono.Add(-1500*time.Microsecond)) {
+	// Allocated before the start, not in its first microseconds.
+	spare := newSlot()
+	ivHists := NewHistograms() // reused: an Interval's Hists are valid only during emit
+
+	// Sleep on a Go timer to just before the instant (they wake about
+	// 1 ms late), then on the kernel's high-resolution timer to it, so
+	// that every agent's first sends leave within microseconds of it.
+	if !sleepUntil(ctx, e.mono.Add(-2*time.Millisecond)) {
 		close(release)
 		e.stop()
 		wg.Wait()
 		return Result{}, ctx.Err()
 	}
-	spinUntil(e.mono)
+	sleepToInstant(e.mono)
 	close(release)
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	spare := newSlot()
-	ivHists := NewHistograms() // reused: an Interval's Hists are valid only during emit
 	emitOne := func(k int, end time.Time) {
 		ivHists.reset()
 		iv := Interval{

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,6 +132,31 @@ func TestCertificateVerifiedByDefault(t *testing.T) {
 	prep, err := e.Prepare(context.Background())
 	if err == nil || prep.Errors["tls"] != 1 {
 		t.Fatalf("Prepare against an untrusted cert = %+v, %v; want a tls error", prep, err)
+	}
+}
+
+// TestPrepareTLSMismatch: when the server refuses every handshake with a
+// TLS alert (here: no common version), the run does not start; it fails in
+// preparation with the alert, instead of measuring a stream of failed
+// handshakes.
+func TestPrepareTLSMismatch(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS13}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	p := plan.Plan{URL: srv.URL, Connections: 2, TLS: plan.TLS{Insecure: true, MaxVersion: "1.2"}}
+	e := newEngine(t, p, 2)
+	prep, err := e.Prepare(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "protocol version") || prep.Errors["tls"] != 2 {
+		t.Fatalf("Prepare with no common TLS version = %+v, %v; want an error naming the protocol version alert", prep, err)
+	}
+	t.Log(err)
+
+	// The same server at an agreeable version prepares.
+	p.TLS.MaxVersion = ""
+	e = newEngine(t, p, 2)
+	if prep, err := e.Prepare(context.Background()); err != nil || prep.Connections != 2 {
+		t.Fatalf("Prepare at TLS 1.3 = %+v, %v", prep, err)
 	}
 }
 
