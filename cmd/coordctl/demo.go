@@ -32,6 +32,11 @@ and two agents talking real gRPC and memberlist gossip, runs a closed-loop
 test against the target, and prints the merged report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			jsonOut, err := openOutput("--json", jsonFile)
+			if err != nil {
+				return err
+			}
+			defer jsonOut.discard()
 			ctx := cmd.Context()
 			out := cmd.ErrOrStderr()
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -71,7 +76,7 @@ test against the target, and prints the merged report.`,
 			if err != nil {
 				return err
 			}
-			if err := writeReport(cmd, rep, true, jsonFile); err != nil {
+			if err := writeReport(cmd, rep, true, jsonOut); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -31,6 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
+		err = unknownCommand(err)
 		fmt.Fprintln(stderr, "coordctl:", describe(err))
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -47,10 +50,63 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// unknownCommand makes cobra's unknown-command error (an unknown
+// subcommand, or an argument to a command that takes none) a usage error
+// on one line, with cobra's suggestions. Cobra has no error type for it,
+// only this message: "unknown command "x" for "coordctl"", then "Did you
+// mean this?" and one indented suggestion per line.
+func unknownCommand(err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "unknown command ") {
+		return err
+	}
+	first, rest, _ := strings.Cut(msg, "\n")
+	var suggestions []string
+	for _, line := range strings.Split(rest, "\n") {
+		if strings.HasPrefix(line, "\t") {
+			suggestions = append(suggestions, strconv.Quote(strings.TrimSpace(line)))
+		}
+	}
+	if len(suggestions) > 0 {
+		first += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+	}
+	return &usageError{fmt.Errorf("%s (see coordctl --help)", first)}
+}
+
+// flagHints explain flags of wrk, wrk2, h2load and httpress that coordctl
+// run does not have, keyed as pflag names them in its unknown-flag errors.
+var flagHints = map[string]string{
+	"-t":        "threads are per agent: each agent runs one worker per CPU it may use (agent --cpus); scale with -c and more agents",
+	"--threads": "threads are per agent: each agent runs one worker per CPU it may use (agent --cpus); scale with -c and more agents",
+	"-s":        "Lua scripts are not supported: use -X, -H and --body, or --mix for several requests",
+	"--script":  "Lua scripts are not supported: use -X, -H and --body, or --mix for several requests",
+	"-k":        "keep-alive is on by default (--no-keepalive turns it off); for curl's -k use --insecure",
+	"-D":        "h2load's -D is -d/--duration here",
+	"--h1":      "HTTP/1.1 is the default; --http2 selects HTTP/2",
+	"-i":        "for several URLs use --mix FILE",
+}
+
+// flagHint returns the hint for the flag an unknown-flag error names, or "".
+func flagHint(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "unknown shorthand flag: '"); ok {
+		name, _, _ := strings.Cut(rest, "'")
+		return flagHints["-"+name]
+	}
+	if name, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
+		return flagHints[name]
+	}
+	return ""
+}
+
 // describe turns gRPC status errors into their message, naming the code
 // only where it helps.
 func describe(err error) string {
-	st, ok := status.FromError(errors.Unwrap(err))
+	var st *status.Status
+	ok := false
+	if inner := errors.Unwrap(err); inner != nil {
+		st, ok = status.FromError(inner)
+	}
 	if !ok {
 		st, ok = status.FromError(err)
 	}
@@ -93,6 +149,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if hint := flagHint(err); hint != "" {
+			return &usageError{fmt.Errorf("%w; %s (see %s --help)", err, hint, c.CommandPath())}
+		}
 		return &usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	def := os.Getenv(CoordinatorEnv)

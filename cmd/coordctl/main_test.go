@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -118,10 +119,39 @@ func TestCoordinatorFromEnv(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	unknownField := filepath.Join(dir, "unknown.yaml")
+	badStage := filepath.Join(dir, "stage.yaml")
+	tlsHTTP := filepath.Join(dir, "tls.yaml")
+	for name, text := range map[string]string{
+		unknownField: "url: https://127.0.0.1/\nconnection: 5\n",
+		badStage:     "url: https://127.0.0.1/\nrate: 100\nstages:\n  - {duration: 1500ms, rate: 200}\n",
+		tlsHTTP:      "url: http://127.0.0.1/\ntls: {resume: true}\n",
+	} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"frobnicate"}, `coordctl: unknown command "frobnicate" for "coordctl"`},
+		{[]string{"frobnicate", "--help"}, `unknown command "frobnicate" for "coordctl"`},
+		{[]string{"agent"}, `unknown command "agent" for "coordctl"; did you mean "agents"?`},
+		{[]string{"agents", "extra"}, `unknown command "extra" for "coordctl agents"`},
+		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "plan file: open " + filepath.Join(dir, "missing.yaml")},
+		{[]string{"run", unknownField}, unknownField + `: line 2: unknown field "connection"; did you mean "connections"?`},
+		{[]string{"run", badStage}, badStage + ": plan: stages[0].duration = 1.5s: want a multiple of the interval"},
+		{[]string{"run", badStage, "-d", "5s"}, "-d/--duration 5s: want the stages' total (1.5s)"},
+		{[]string{"run", tlsHTTP}, tlsHTTP + ": tls.resume: TLS options do nothing with an http:// URL"},
+		{[]string{"run", "--tls-resume", "http://127.0.0.1/"}, "--tls-resume: TLS options do nothing with an http:// URL (http://127.0.0.1/)"},
+		{[]string{"run", "-t8", "https://127.0.0.1/"}, "unknown shorthand flag: 't' in -t8; threads are per agent"},
+		{[]string{"run", "--max-connections", "5", "https://127.0.0.1/"}, "coordctl: --max-connections 5: want at least connections (10)"},
+		{[]string{"run", "-m", "10", "https://127.0.0.1/"}, "coordctl: -m/--max-streams 10: concurrent streams need http2"},
+		{[]string{"run", "-R", "-5", "https://127.0.0.1/"}, "-R/--rate -5: want a rate above 0 requests/s, or 0 for closed loop"},
+		{[]string{"run", "--json", "/nonexistent/dir/x.json", "https://127.0.0.1/"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},
+		{[]string{"demo", "--json", "/nonexistent/dir/x.json"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},
 		{[]string{"run", "--bogus", "https://127.0.0.1/"}, "unknown flag: --bogus"},
 		{[]string{"run"}, "exactly one URL"},
 		{[]string{"run", "-c", "0", "https://127.0.0.1/"}, "connections 0: want at least 1"},
@@ -133,5 +163,35 @@ func TestUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("coordctl %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestJSONFileOfFailedRun: the --json file is created before the run and
+// removed when the run fails; an existing file keeps its content.
+func TestJSONFileOfFailedRun(t *testing.T) {
+	dir := t.TempDir()
+	created, existing := filepath.Join(dir, "new.json"), filepath.Join(dir, "old.json")
+	if err := os.WriteFile(existing, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{created, existing} {
+		code, _, stderr := runCLI("--coordinator", "127.0.0.1:1", "run", "-c1", "-d1", "--json", name, "https://127.0.0.1:1/")
+		if code != 1 || !strings.Contains(stderr, "unreachable") {
+			t.Errorf("run against a closed coordinator port: exit %d, stderr %q", code, stderr)
+		}
+	}
+	if _, err := os.Stat(created); !os.IsNotExist(err) {
+		t.Errorf("the --json file of a failed run is left behind: %v", err)
+	}
+	if b, err := os.ReadFile(existing); err != nil || string(b) != "old" {
+		t.Errorf("an existing --json file after a failed run: %q, %v; want its old content", b, err)
+	}
+}
+
+// TestDescribePlainError: an error that wraps no gRPC status prints its
+// own message.
+func TestDescribePlainError(t *testing.T) {
+	if got := describe(errors.New("coordinator x ended the run without a result")); got != "coordinator x ended the run without a result" {
+		t.Errorf("describe = %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,11 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			out, err := openOutput("--json", f.jsonFile)
+			if err != nil {
+				return err
+			}
+			defer out.discard()
 			client, closeConn, err := dial(*coordAddr)
 			if err != nil {
 				return err
@@ -87,7 +93,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeReport(cmd, rep, f.latency, f.jsonFile)
+			return writeReport(cmd, rep, f.latency, out)
 		},
 	}
 	fl := cmd.Flags()
@@ -129,23 +135,25 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 
 // plan builds and validates the plan from a plan file or a URL, with the
 // flags given on the command line overriding the file's fields. Errors name
-// the flag or the plan field.
+// the flag, or the plan field prefixed with the plan file's name.
 func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	var p plan.Plan
 	set := cmd.Flags().Changed
-	if isPlanFile(arg) {
+	fromFile := isPlanFile(arg)
+	file := ""
+	if fromFile {
+		file = arg
 		data, err := os.ReadFile(arg)
 		if err != nil {
-			return p, fmt.Errorf("plan file: %w", err)
+			return p, &usageError{fmt.Errorf("plan file: %w", err)}
 		}
 		dir := filepath.Dir(arg)
 		if p, err = plan.ParseFile(data, relativeTo(dir)); err != nil {
-			return p, &usageError{fmt.Errorf("%s: %w", arg, err)}
+			return p, &usageError{prefixEach(arg, err)}
 		}
 	} else {
 		p.URL = arg
 	}
-	fromFile := isPlanFile(arg)
 	override := func(name string, apply func()) {
 		if set(name) || !fromFile {
 			apply()
@@ -176,7 +184,7 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	override("alpn", func() { p.TLS.ALPN = f.alpn })
 	// Count mode from the command line without -d: the count alone ends
 	// the run.
-	if !isPlanFile(arg) && p.Requests > 0 && !set("duration") {
+	if !fromFile && p.Requests > 0 && !set("duration") {
 		p.Duration = 0
 	}
 	for _, h := range f.headers {
@@ -227,9 +235,109 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
+		return p, &usageError{flagErrors(cmd, file, err)}
+	}
+	if err := tlsOnly(cmd, file, &p); err != nil {
 		return p, &usageError{err}
 	}
 	return p, nil
+}
+
+// fieldFlags maps plan fields to the run flags that set them.
+var fieldFlags = map[string]string{
+	"method": "method", "connections": "connections", "duration": "duration", "timeout": "timeout",
+	"interval": "interval", "agents": "agents", "requests": "requests", "rate": "rate",
+	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
+	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
+	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert",
+}
+
+// flagName returns how errors name flag: "-c/--connections", "--rate".
+func flagName(cmd *cobra.Command, flag string) string {
+	if fl := cmd.Flags().Lookup(flag); fl != nil && fl.Shorthand != "" {
+		return "-" + fl.Shorthand + "/--" + flag
+	}
+	return "--" + flag
+}
+
+// flagErrors restates plan.Validate's errors for the command line: a field
+// whose value came from a flag (every field of a URL run) is named by the
+// flag ("-m/--max-streams 10: ..."); the others keep the plan's field name,
+// prefixed with the plan file's name when there is one.
+func flagErrors(cmd *cobra.Command, file string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		var fe *plan.FieldError
+		flag := ""
+		if errors.As(e, &fe) {
+			flag = fieldFlags[fe.Field]
+		}
+		switch {
+		case flag != "" && (file == "" || cmd.Flags().Changed(flag)):
+			value := " " + fe.Value
+			if fe.Value == "" || cmd.Flags().Lookup(flag).Value.Type() == "bool" {
+				value = ""
+			}
+			out[i] = fmt.Errorf("%s%s: %s", flagName(cmd, flag), value, fe.Allowed)
+		case file != "":
+			out[i] = fmt.Errorf("%s: %w", file, e)
+		default:
+			out[i] = e
+		}
+	}
+	return errors.Join(out...)
+}
+
+// prefixEach prefixes every error joined in err (one per line) with name.
+func prefixEach(name string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s: %w", name, e)
+	}
+	return errors.Join(out...)
+}
+
+// tlsOnly rejects TLS options, which do nothing, with an http:// URL of a
+// valid plan p. The option is named by its flag if one set it, else by its
+// plan field.
+func tlsOnly(cmd *cobra.Command, file string, p *plan.Plan) error {
+	t, err := plan.ParseTarget(p.URL)
+	if err != nil || t.TLS {
+		return nil
+	}
+	for _, o := range []struct {
+		flag, field string
+		on          bool
+	}{
+		{"insecure", "tls.insecure", p.TLS.Insecure},
+		{"cacert", "tls.ca_file", len(p.TLS.CAPEM) > 0},
+		{"cert", "tls.cert_file", len(p.TLS.CertPEM) > 0},
+		{"sni", "tls.sni", p.TLS.ServerName != ""},
+		{"tls-resume", "tls.resume", p.TLS.Resume},
+		{"tls-min", "tls.min_version", p.TLS.MinVersion != ""},
+		{"tls-max", "tls.max_version", p.TLS.MaxVersion != ""},
+		{"ciphers", "tls.ciphers", len(p.TLS.Ciphers) > 0},
+		{"curves", "tls.curves", len(p.TLS.Curves) > 0},
+		{"alpn", "tls.alpn", len(p.TLS.ALPN) > 0},
+	} {
+		if !o.on {
+			continue
+		}
+		name := "--" + o.flag
+		if file != "" && !cmd.Flags().Changed(o.flag) {
+			name = file + ": " + o.field
+		}
+		return fmt.Errorf("%s: TLS options do nothing with an http:// URL (%s): use https://, or drop the option", name, p.URL)
+	}
+	return nil
 }
 
 // isPlanFile reports whether the run argument names a YAML plan file
@@ -252,29 +360,77 @@ func relativeTo(dir string) func(string) ([]byte, error) {
 	}
 }
 
-// writeReport prints the text report and writes the JSON file if asked.
-func writeReport(cmd *cobra.Command, rep *report.Report, latency bool, jsonFile string) error {
-	if jsonFile != "-" {
+// output is the file of an output flag such as --json: "" for none, "-"
+// for stdout. It is opened before the run, so that a bad path fails at
+// once rather than after the run.
+type output struct {
+	flag, name string
+	fh         *os.File
+	// created is set when opening created the file: discard removes it.
+	created bool
+}
+
+// openOutput opens (creating it if needed, truncating nothing yet) the
+// file name given to flag. A bad path is a usage error naming the flag and
+// the path.
+func openOutput(flag, name string) (*output, error) {
+	o := &output{flag: flag, name: name}
+	if name == "" || name == "-" {
+		return o, nil
+	}
+	_, statErr := os.Stat(name)
+	fh, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("%s: %w", flag, err)}
+	}
+	o.fh, o.created = fh, errors.Is(statErr, fs.ErrNotExist)
+	return o, nil
+}
+
+// discard closes a file that was not written, removing it if openOutput
+// created it. It does nothing after write.
+func (o *output) discard() {
+	if o.fh == nil {
+		return
+	}
+	o.fh.Close()
+	if o.created {
+		os.Remove(o.name)
+	}
+	o.fh = nil
+}
+
+// writeJSON replaces the file's content with rep's JSON and closes it.
+func (o *output) writeJSON(rep *report.Report) error {
+	fh := o.fh
+	o.fh = nil
+	err := fh.Truncate(0)
+	if err == nil {
+		err = rep.WriteJSON(fh)
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.flag, err)
+	}
+	return nil
+}
+
+// writeReport prints the text report and writes the JSON output if asked
+// ("-": JSON only, to stdout).
+func writeReport(cmd *cobra.Command, rep *report.Report, latency bool, jsonOut *output) error {
+	if jsonOut.name != "-" {
 		if err := rep.WriteText(cmd.OutOrStdout(), report.TextOptions{Latency: latency}); err != nil {
 			return err
 		}
 	}
-	switch jsonFile {
+	switch jsonOut.name {
 	case "":
 	case "-":
 		return rep.WriteJSON(cmd.OutOrStdout())
 	default:
-		fh, err := os.Create(jsonFile)
-		if err != nil {
-			return fmt.Errorf("--json: %w", err)
-		}
-		if err := rep.WriteJSON(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("--json: %w", err)
-		}
-		if err := fh.Close(); err != nil {
-			return fmt.Errorf("--json: %w", err)
-		}
+		return jsonOut.writeJSON(rep)
 	}
 	return nil
 }

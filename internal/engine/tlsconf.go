@@ -71,7 +71,22 @@ func describeTLS(ci *connInfo, st tls.ConnectionState) {
 	ci.version = tls.VersionName(st.Version)
 	ci.cipher = tls.CipherSuiteName(st.CipherSuite)
 	if st.CurveID != 0 {
-		ci.group = st.CurveID.String()
+		ci.group = groupName(st.CurveID)
 	}
 	ci.alpn = st.NegotiatedProtocol
+}
+
+// groupName names a key exchange group as --curves and tls.curves accept it
+// (plan.Curve): P-256, P-384, P-521, X25519, X25519MLKEM768; a group
+// without such a name gets crypto/tls's.
+func groupName(id tls.CurveID) string {
+	switch id {
+	case tls.CurveP256:
+		return "P-256"
+	case tls.CurveP384:
+		return "P-384"
+	case tls.CurveP521:
+		return "P-521"
+	}
+	return id.String()
 }

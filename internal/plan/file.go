@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,13 +98,16 @@ func ParseDuration(s string) (time.Duration, error) {
 // ParseFile parses a YAML plan. readFile loads the files it names (body,
 // CA, client certificate and key, mix bodies). Defaults are not applied
 // and the plan is not validated: callers override fields with flags first,
-// then call SetDefaults and Validate.
+// then call SetDefaults and Validate. Errors name the line or the field
+// ("line 2: unknown field \"conections\"; did you mean \"connections\"?"),
+// not the file: callers prefix its name. Several problems are joined
+// (errors.Join), one per line.
 func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return Plan{}, fmt.Errorf("plan file: %w", err)
+		return Plan{}, decodeError(err)
 	}
 	p := Plan{
 		URL: f.URL, Method: f.Method, Connections: f.Connections, Duration: time.Duration(f.Duration),
@@ -125,7 +132,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 		}
 		b, err := readFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("plan file: %s: %w", field, err)
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		return b, nil
 	}
@@ -177,4 +184,89 @@ func parseHeaders(field string, in []string) ([]Header, error) {
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// fileTypes are the plan file's YAML structs, which YAML errors name by
+// their Go type.
+var fileTypes = []reflect.Type{reflect.TypeFor[File](), reflect.TypeFor[fileTLS](), reflect.TypeFor[fileStage](), reflect.TypeFor[fileReq]()}
+
+var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)$`)
+
+// decodeError restates a YAML decoding error without Go type names: an
+// unknown field becomes `line N: unknown field "x"`, with the closest
+// known field of its mapping as a suggestion.
+func decodeError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errors.New("empty plan: want a YAML mapping with at least url (docs/plan.md)")
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	errs := make([]error, len(te.Errors))
+	for i, msg := range te.Errors {
+		if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+			msg = fmt.Sprintf("line %s: unknown field %q", m[1], m[2])
+			if s := suggestField(m[2], m[3]); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+		}
+		for _, t := range fileTypes {
+			msg = strings.ReplaceAll(msg, "[]"+t.String(), "a list")
+			msg = strings.ReplaceAll(msg, t.String(), "a mapping")
+		}
+		errs[i] = errors.New(msg)
+	}
+	return errors.Join(errs...)
+}
+
+// suggestField returns the field of the YAML struct named typeName closest
+// to name (edit distance at most 2), or the TLS field ("tls.sni") that a
+// top-level name is; "" when none is.
+func suggestField(name, typeName string) string {
+	if typeName == reflect.TypeFor[File]().String() && slices.Contains(yamlFields(reflect.TypeFor[fileTLS]()), name) {
+		return "tls." + name
+	}
+	best, bestDist := "", 3
+	for _, t := range fileTypes {
+		if t.String() != typeName {
+			continue
+		}
+		for _, field := range yamlFields(t) {
+			if d := editDistance(name, field); d < bestDist {
+				best, bestDist = field, d
+			}
+		}
+	}
+	return best
+}
+
+// yamlFields returns the YAML names of struct type t's fields.
+func yamlFields(t reflect.Type) []string {
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i], _, _ = strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -70,15 +70,21 @@ mix:
 
 func TestParseFileErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"url: https://x/\nconections: 5", "field conections not found"},
+		{"url: https://x/\nconections: 5", `line 2: unknown field "conections"; did you mean "connections"?`},
+		{"url: https://x/\nresume: true", `line 2: unknown field "resume"; did you mean "tls.resume"?`},
+		{"url: https://x/\nfrobnicate: 1", `line 2: unknown field "frobnicate"`},
+		{"tls: 5", "line 1: cannot unmarshal !!int `5` into a mapping"},
+		{"", "empty plan"},
 		{"duration: soon", `"soon": want a duration such as 10s`},
 		{"headers: [nocolon]", `headers[0] = "nocolon": want 'Name: value'`},
 		{"body_file: missing.txt", "body_file: open missing.txt"},
-		{"url: [", "plan file:"},
+		{"url: [", "line 1: did not find expected node content"},
 	} {
 		_, err := ParseFile([]byte(tc.in), readFiles(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseFile(%q) = %v, want error containing %q", tc.in, err, tc.want)
+		} else if strings.Contains(err.Error(), "plan.File") || strings.Contains(err.Error(), "plan.file") || strings.Contains(err.Error(), "yaml:") {
+			t.Errorf("ParseFile(%q) = %v, naming a Go type or the YAML package", tc.in, err)
 		}
 	}
 }
@@ -95,7 +101,7 @@ func TestValidateStages(t *testing.T) {
 		{Plan{URL: "https://x/", Stages: []Stage{{Duration: time.Second, Rate: 5}}, Connections: 2}, ""},
 		{Plan{URL: "https://x/", Connections: 2, Stages: []Stage{{Duration: time.Second, Connections: 5}}, Duration: 3 * time.Second}, "duration = 3s: want the stages' total (1s)"},
 		{Plan{URL: "https://x/", Connections: 5, MaxConnections: 10}, "max_connections = 10: only open-loop runs"},
-		{Plan{URL: "https://x/", Rate: -1}, "rate = -1"},
+		{Plan{URL: "https://x/", Rate: -1}, "rate = -1: want a rate above 0 requests/s, or 0 for closed loop"},
 	} {
 		p := tc.p
 		p.SetDefaults()

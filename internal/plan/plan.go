@@ -259,7 +259,7 @@ func (p *Plan) Validate() error {
 		bad("http2", "true", "HTTP/2 needs an https URL (h2 is negotiated by ALPN)")
 	}
 	if p.MaxStreams > 1 && !p.HTTP2 {
-		bad("max_streams", fmt.Sprint(p.MaxStreams), "concurrent streams need http2")
+		bad("max_streams", fmt.Sprint(p.MaxStreams), "concurrent streams need http2 (--http2)")
 	}
 	for _, hp := range []struct{ field, v string }{{"connect_to", p.ConnectTo}, {"resolver", p.Resolver}} {
 		if hp.v == "" {
@@ -411,7 +411,7 @@ func (p *Plan) validateLoad() []error {
 		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
 	}
 	if p.Rate < 0 {
-		bad("rate", fmt.Sprint(p.Rate), "want 0 (closed loop) or a rate in requests/s")
+		bad("rate", fmt.Sprint(p.Rate), "want a rate above 0 requests/s, or 0 for closed loop")
 	}
 	if p.MaxConnections < p.Connections {
 		bad("max_connections", fmt.Sprint(p.MaxConnections), fmt.Sprintf("want at least connections (%d)", p.Connections))

@@ -23,6 +23,9 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	// DurationS is the measurement window's length in seconds.
 	DurationS float64 `json:"duration_s"`
+	// PlanRequests is the plan's request count in count mode (-n); 0,
+	// and absent from the JSON, in duration mode.
+	PlanRequests int64 `json:"plan_requests,omitempty"`
 	// Agents and connections used.
 	AgentCount  int   `json:"agent_count"`
 	Connections int64 `json:"connections"`
@@ -71,7 +74,8 @@ type Report struct {
 	// Errors maps error kind to failed requests.
 	Errors map[string]int64 `json:"errors"`
 	// Latency summarizes completed responses' latency in µs, from the
-	// request's first written byte to its last body byte; null when there
+	// request's start (its write, or its connect when it opens one; in open
+	// loop its intended send time) to its last body byte; null when there
 	// were none.
 	Latency *hist.Summary `json:"latency_us"`
 	// StartSkewUs is the spread of the agents' first sends, µs.
@@ -217,6 +221,7 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		Target:                r.GetPlan().GetUrl(),
 		StartedAt:             time.Unix(0, r.GetStartedAtUnixNano()).UTC(),
 		DurationS:             window,
+		PlanRequests:          r.GetPlan().GetRequests(),
 		AgentCount:            len(r.GetAgents()),
 		Connections:           r.GetPlan().GetConnections(),
 		Issued:                c.GetIssued(),
@@ -392,10 +397,14 @@ type TextOptions struct {
 // WriteText writes r in wrk's layout, extended with the cluster's lines.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
-	p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
-	p.f("  %d agents and %d connections\n", r.AgentCount, r.Connections)
+	if r.PlanRequests > 0 {
+		p.f("Running %d-request test @ %s\n", r.PlanRequests, r.Target)
+	} else {
+		p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
+	}
+	p.f("  %s and %s\n", plural(int64(r.AgentCount), "agent"), plural(r.Connections, "connection"))
 	if r.Mode == "open" {
-		p.f("  open loop at %.0f requests/sec target; latency from each request's intended send time\n", r.TargetRPS)
+		p.f("  open loop%s; latency from each request's intended send time\n", r.targetText())
 	}
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
@@ -425,13 +434,13 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			continue
 		}
 		if !header {
-			p.f("  %-12s %9s %9s %9s %9s %8s\n", "Phases", "Avg", "p50", "p99", "Max", "Count")
+			p.f("  %-13s %9s %9s %9s %9s %8s\n", "Phases", "Avg", "p50", "p99", "Max", "Count")
 			header = true
 		}
-		p.f("    %-10s %9s %9s %9s %9s %8d\n", ph.name, fmtUs(ph.s.Mean), fmtUs(float64(ph.s.P50)), fmtUs(float64(ph.s.P99)), fmtUs(float64(ph.s.Max)), ph.s.Count)
+		p.f("    %-11s %9s %9s %9s %9s %8d\n", ph.name, fmtUs(ph.s.Mean), fmtUs(float64(ph.s.P50)), fmtUs(float64(ph.s.P99)), fmtUs(float64(ph.s.Max)), ph.s.Count)
 	}
 	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
-	p.f("  %d connections opened, %d reconnects", r.ConnectionsOpened, r.Reconnects)
+	p.f("  %s opened, %s", plural(r.ConnectionsOpened, "connection"), plural(r.Reconnects, "reconnect"))
 	if r.Handshakes.Full+r.Handshakes.Resumed > 0 {
 		p.f("; TLS handshakes: %d full, %d resumed", r.Handshakes.Full, r.Handshakes.Resumed)
 	}
@@ -451,12 +460,17 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	if r.Non2xx3xx > 0 {
 		p.f("  Non-2xx or 3xx responses: %d\n", r.Non2xx3xx)
+		p.f("  Status codes: %s\n", fmtMap(r.Status))
 	}
 	if n := r.ErrorTotal(); n > 0 {
 		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
 	}
 	if r.Mode == "open" {
-		p.f("  Target %.2f requests/sec, achieved %.2f; %d sends started late (missed)\n", r.TargetRPS, r.RPS, r.Missed)
+		label := "Target"
+		if len(r.Stages) > 0 {
+			label = "Mean target"
+		}
+		p.f("  %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)\n", label, r.TargetRPS, r.RPS, r.Missed)
 	}
 	if len(r.Stages) > 0 {
 		p.f("  %-6s %8s %8s %16s %10s %9s %9s %7s\n", "Stage", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")
@@ -536,8 +550,43 @@ func fmtBytes(v float64) string {
 
 func fmtSeconds(s float64) string { return fmt.Sprintf("%.2fs", s) }
 
+// fmtWindow formats a window of s seconds as wrk does its -d: "10s",
+// "1m", "1m30s"; fractions of a second are rounded to 10 ms ("1.78s").
 func fmtWindow(s float64) string {
-	return (time.Duration(s * float64(time.Second))).String()
+	d := time.Duration(s * float64(time.Second)).Round(10 * time.Millisecond)
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	}
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}
+
+// plural formats n and word, adding an s unless n is 1.
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// targetText describes the open-loop target after "open loop": " at R
+// requests/sec target", or with stages their targets in order and the
+// window's mean.
+func (r *Report) targetText() string {
+	if len(r.Stages) == 0 {
+		return fmt.Sprintf(" at %.0f requests/sec target", r.TargetRPS)
+	}
+	steps := []string{strconv.FormatInt(r.Stages[0].TargetFrom, 10)}
+	for _, st := range r.Stages {
+		steps = append(steps, strconv.FormatInt(st.TargetTo, 10))
+	}
+	return fmt.Sprintf(", %s, %s requests/sec target (mean %.0f)", plural(int64(len(r.Stages)), "stage"), strings.Join(steps, "→"), r.TargetRPS)
 }
 
 func sum(m map[string]int64) int64 {

@@ -34,12 +34,15 @@ func result(t *testing.T) *pb.RunResult {
 	conn.RecordMicros(50)
 	conn.RecordMicros(70)
 	cb, _ := conn.Encode()
+	resumed := hist.New()
+	resumed.RecordMicros(20)
+	rb, _ := resumed.Encode()
 	return &pb.RunResult{
 		RunId:             "20261130T000000Z-abcdef",
 		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
 		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Window:            durationpb.New(2 * time.Second),
-		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: empty, Ttfb: b, ServiceTime: empty},
+		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty},
 		Timeline: []*pb.TimelinePoint{
 			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, P50Us: 480, P90Us: 900, P99Us: 990, MaxUs: 1000, CpuBusy: []float64{0.25, 0.25}},
 			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, P50Us: 520, P90Us: 910, P99Us: 991, MaxUs: 999, CpuBusy: []float64{0.26, 0.24}},
@@ -48,7 +51,7 @@ func result(t *testing.T) *pb.RunResult {
 			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
 			Status:            map[int32]int64{200: 990, 503: 10},
 			Errors:            map[string]int64{"reset": 2, "timeout": 1},
-			ConnectionsOpened: 2, Reconnects: 0, HandshakesFull: 2,
+			ConnectionsOpened: 2, Reconnects: 0, HandshakesFull: 2, HandshakesResumed: 1,
 			Tls: map[string]int64{"version:TLS 1.3": 2, "cipher:TLS_AES_128_GCM_SHA256": 2, "group:X25519": 2, "alpn:http/1.1": 2},
 		},
 		InFlight:  2,
@@ -170,6 +173,61 @@ func TestGolden(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+		}
+	}
+}
+
+// TestTextHeader checks the header lines: singular and plural counts, a
+// rounded window, count mode, and a staged open-loop target.
+func TestTextHeader(t *testing.T) {
+	text := func(res *pb.RunResult) string {
+		t.Helper()
+		r, err := FromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := r.WriteText(&b, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	res := result(t)
+	res.Agents = res.Agents[:1]
+	res.Plan.Connections = 1
+	res.Window = durationpb.New(1784512004 * time.Nanosecond)
+	if got := text(res); !strings.HasPrefix(got, "Running 1.78s test @ https://127.0.0.1:8443/\n  1 agent and 1 connection\n") {
+		t.Errorf("one agent, one connection, 1.784512004 s:\n%s", got)
+	}
+	res.Plan.Requests = 100000
+	if got := text(res); !strings.HasPrefix(got, "Running 100000-request test @ ") {
+		t.Errorf("count mode:\n%s", got)
+	}
+	res = result(t)
+	res.Window = durationpb.New(90 * time.Second)
+	res.Plan.Rate = 500
+	res.Timeline = []*pb.TimelinePoint{{Length: durationpb.New(90 * time.Second), TargetRps: 1357}}
+	empty, _ := hist.New().Encode()
+	res.Stages = []*pb.StageResult{
+		{Index: 0, Duration: durationpb.New(30 * time.Second), TargetFrom: 500, TargetTo: 2000, Latency: empty},
+		{Index: 1, Duration: durationpb.New(60 * time.Second), TargetFrom: 2000, TargetTo: 2000, Latency: empty},
+	}
+	got := text(res)
+	for _, want := range []string{
+		"Running 1m30s test @ ",
+		"  open loop, 2 stages, 500→2000→2000 requests/sec target (mean 1357); latency from each request's intended send time\n",
+		"  Mean target 1357.00 requests/sec, achieved ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("staged open loop: no %q in\n%s", want, got)
+		}
+	}
+}
+
+func TestFmtWindow(t *testing.T) {
+	for s, want := range map[float64]string{2: "2s", 1.784512004: "1.78s", 0.25: "250ms", 60: "1m", 90: "1m30s", 3600: "1h", 5400: "1h30m"} {
+		if got := fmtWindow(s); got != want {
+			t.Errorf("fmtWindow(%v) = %q, want %q", s, got, want)
 		}
 	}
 }
