@@ -12,7 +12,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
 FUZZTIME ?= 10s
 
-.PHONY: help build test test-cases test-netns test-short fuzz demo proto tools lint check bench clean
+.PHONY: help build test test-cases test-netns test-short fuzz demo proto tools lint check bench bench-profile bench-memory clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -67,6 +67,12 @@ check: lint proto ## lint, regenerate protobuf code and fail on drift or forbidd
 
 bench: ## compare the agent with wrk/h2load side by side (needs root for apt; writes bench-results/)
 	bash bench/run.sh
+
+bench-profile: ## make bench, plus the agent's CPU and allocation profiles per scenario
+	BENCH_PROFILE=1 bash bench/run.sh
+
+bench-memory: ## the agent's RSS over 10 million keep-alive requests (BENCH_RSS_REQUESTS to change)
+	BENCH_RSS_REQUESTS=$${BENCH_RSS_REQUESTS:-10000000} bash bench/run.sh
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -30,6 +30,13 @@
 #      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS (2000;
 #      0 skips the memory line)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
 #      BENCH_SERVER_CPU (last CPU)
+#      BENCH_PROFILE=1: after each scenario's measured rounds, one more phalanx run per
+#        mode (closed, rate) with the agent's CPU profile (pprof over the run) and its
+#        allocation profile; `go tool pprof -top` of each goes to bench-results/ and the
+#        report. Profiled runs are not in the table (profiling costs CPU).
+#      BENCH_RSS_REQUESTS=N: instead of the table, one keep-alive run of N requests
+#        (-n N, BENCH_CONNS connections) with the agent's RSS sampled every
+#        BENCH_RSS_EVERY (5) seconds: is memory flat as the request count grows?
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,6 +48,9 @@ else
     ROUNDS=${BENCH_ROUNDS:-3}; SECS=${BENCH_SECONDS:-10}
 fi
 ONLY=${BENCH_ONLY:-.}
+PROFILE=${BENCH_PROFILE:-0}
+RSS_REQUESTS=${BENCH_RSS_REQUESTS:-0}
+RSS_EVERY=${BENCH_RSS_EVERY:-5}
 CONNS=${BENCH_CONNS:-50}
 MEM_CONNS=${BENCH_MEM_CONNS:-2000}
 MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
@@ -56,6 +66,8 @@ die() { log "error: $*"; exit 1; }
 
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS=$ROUNDS: want a positive integer"
 [[ $SECS =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS=$SECS: want a positive integer"
+[[ $RSS_REQUESTS =~ ^[0-9]+$ ]] || die "BENCH_RSS_REQUESTS=$RSS_REQUESTS: want a request count"
+[[ $RSS_EVERY =~ ^[1-9][0-9]*$ ]] || die "BENCH_RSS_EVERY=$RSS_EVERY: want a positive number of seconds"
 [ "$NCPU" -ge 2 ] || log "warning: only $NCPU CPU: client and nginx share it"
 SCENARIOS=(ka-h1 ka-h1-16k ka-h2 short-full short-resumed)   # defined in define() below
 selected=()
@@ -117,6 +129,7 @@ cleanup() {
     local rc=$?
     set +e
     [ -n "$CHILD" ] && stop_pid "$CHILD" "current run"     # timeout(1) passes the TERM on
+    [ -n "${RSS_SAMPLER:-}" ] && kill "$RSS_SAMPLER" 2>/dev/null
     stop_pid "$AGENT_PID" agent
     stop_pid "$COORD_PID" coordinator
     if [ -s "$NGINX_PID_FILE" ]; then
@@ -269,8 +282,10 @@ AG_GRPC=$H:$(free_port); AG_GOSSIP=$H:$(free_port)
 taskset -c "$CLIENT_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local \
     --log-level warn > "$TMP/coordinator.log" 2>&1 &
 COORD_PID=$!
+PPROF_ARGS=(); PPROF=""
+if [ "$PROFILE" = 1 ]; then PPROF=$H:$(free_port); PPROF_ARGS=(--pprof-addr "$PPROF"); fi
 "$AGENT_BIN" --cpus "$CLIENT_CPU" --grpc-addr "$AG_GRPC" --gossip-addr "$AG_GOSSIP" --join "$CO_GOSSIP" \
-    --local --log-level warn > "$TMP/agent.log" 2>&1 &
+    --local --log-level warn "${PPROF_ARGS[@]}" > "$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
 ctl() { taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" "$@"; }
 
@@ -373,6 +388,39 @@ run_phalanx() {
     [ "$rc" = 0 ] || log "coordctl failed: $(tail -n 3 "$RAW/$tag.out" | tr '\n' ' ')"
 }
 
+# run_profile SCENARIO MODE URL -- COORDCTL RUN FLAGS...: one phalanx run with the
+# agent's CPU profile over its window and its allocations during the run (a diff of
+# two allocs snapshots); `go tool pprof -top` of each into $RAW and $PROFILES.
+PROFILES=""
+run_profile() {
+    local scen=$1 mode=$2 url=$3; shift 4
+    local tag=$scen.$mode.profile rc=0 cpid secs=$(( SECS > 3 ? SECS - 2 : 1 ))
+    wait_idle 20 || log "warning: agent not idle before $tag"
+    curl -s -m 30 -o "$RAW/$tag.allocs0.pprof" "http://$PPROF/debug/pprof/allocs" || true
+    # the CPU profile starts 1 s in (after connection set-up) and ends before the window does
+    ( sleep 1; curl -s -m $(( secs + 30 )) -o "$RAW/$tag.cpu.pprof" \
+        "http://$PPROF/debug/pprof/profile?seconds=$secs" ) &
+    cpid=$!
+    bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
+        --cacert "$CA" "$url" || rc=$?
+    wait "$cpid" || true
+    curl -s -m 30 -o "$RAW/$tag.allocs1.pprof" "http://$PPROF/debug/pprof/allocs" || true
+    [ "$rc" = 0 ] || log "coordctl failed in $tag: $(tail -n 3 "$RAW/$tag.out" | tr '\n' ' ')"
+    local rps
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$RAW/$tag.out")
+    go tool pprof -top -nodecount=25 "$AGENT_BIN" "$RAW/$tag.cpu.pprof" > "$RAW/$tag.cpu.top" 2>&1 || true
+    go tool pprof -sample_index=alloc_space -top -nodecount=12 -diff_base "$RAW/$tag.allocs0.pprof" \
+        "$AGENT_BIN" "$RAW/$tag.allocs1.pprof" > "$RAW/$tag.allocs.top" 2>&1 || true
+    go tool pprof -sample_index=alloc_objects -top -nodecount=12 -diff_base "$RAW/$tag.allocs0.pprof" \
+        "$AGENT_BIN" "$RAW/$tag.allocs1.pprof" > "$RAW/$tag.allocobjs.top" 2>&1 || true
+    log "profile $tag: ${rps:-?} req/s; $RAW/$tag.cpu.top"
+    PROFILES+=$'\n'"### $scen, $mode (${rps:-?} req/s while profiled)"$'\n\n'
+    PROFILES+='```'$'\n'"$(grep -E '^(Duration|Showing nodes)' "$RAW/$tag.cpu.top")"$'\n'
+    PROFILES+="$(sed -n '/flat%/,$p' "$RAW/$tag.cpu.top" | head -n 16)"$'\n'
+    PROFILES+="allocations during the run: $(grep -E '^Showing nodes' "$RAW/$tag.allocs.top" | head -n1); objects: $(grep -E '^Showing nodes' "$RAW/$tag.allocobjs.top" | head -n1)"$'\n'
+    PROFILES+="$(sed -n '/flat%/,$p' "$RAW/$tag.allocobjs.top" | head -n 6)"$'\n''```'$'\n'
+}
+
 # median of column COL over rows matching scenario/mode/side
 AWK_MED='function med(s,   a, n, i, j, x) {
     n = split(s, a, " "); if (!n) return "-"
@@ -430,6 +478,54 @@ idle_agent_pct=$(pct "$idle_a0" "$(ticks "$AGENT_PID")" "$idle_t0" "$idle_t1")
 idle_coord_pct=$(pct "$idle_c0" "$(ticks "$COORD_PID")" "$idle_t0" "$idle_t1")
 idle_agent_rss=$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$AGENT_PID/status")
 
+# --- 5b. memory over a long run (BENCH_RSS_REQUESTS) ----------------------------------
+if [ "$RSS_REQUESTS" -gt 0 ]; then
+    RSS_TSV=$RES/rss.tsv
+    log "== memory: $RSS_REQUESTS keep-alive requests on $CONNS connections, agent RSS every ${RSS_EVERY}s"
+    printf 'elapsed_s\trss_mb\tagent_cpu_s\n' > "$RSS_TSV"
+    rss_t0=$(now); rss_a0=$(ticks "$AGENT_PID")
+    (
+        while :; do
+            printf '%s\t%s\t%s\n' "$(awk -v a="$rss_t0" -v b="$(now)" 'BEGIN {printf "%.0f", b - a}')" \
+                "$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$AGENT_PID/status")" \
+                "$(awk -v a="$rss_a0" -v b="$(ticks "$AGENT_PID")" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", (b - a) / t}')" >> "$RSS_TSV"
+            sleep "$RSS_EVERY"
+        done
+    ) &
+    RSS_SAMPLER=$!
+    RUN_CAP=$(( RSS_REQUESTS / 2000 + 120 ))     # bounded: at least 2,000 req/s
+    rc=0
+    bounded "$RAW/rss.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run -c"$CONNS" \
+        -n "$RSS_REQUESTS" --cacert "$CA" --json "$RAW/rss.json" "$URL" || rc=$?
+    kill "$RSS_SAMPLER" 2>/dev/null; wait "$RSS_SAMPLER" 2>/dev/null || true
+    [ "$rc" = 0 ] || die "the long run failed (rc $rc): $(tail -n 5 "$RAW/rss.out" | tr '\n' ' ')"
+    read -r n rps < <(jq -r '[.requests, .rps] | @tsv' "$RAW/rss.json")
+    # flat: after a warm-up of a tenth of the samples, RSS at the end vs its minimum since
+    RSS_LINE=$(awk -F'\t' -v n="$n" -v rps="$rps" 'NR > 1 {t[++k] = $1; r[k] = $2}
+        END {
+            w = int(k / 10) + 1; lo = r[w]; hi = r[w]
+            for (i = w; i <= k; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
+            printf "%d requests in %.0f s (%.0f req/s): agent RSS %.1f MB at %d s (after warm-up), min %.1f / max %.1f MB from then on, %.1f MB at the end (%+.1f %% vs after warm-up).",
+                n, t[k], rps, r[w], t[w], lo, hi, r[k], 100 * (r[k] - r[w]) / r[w]
+        }' "$RSS_TSV")
+    {
+        echo "# make bench-memory: agent RSS over a long run ($STAMP)"
+        echo
+        echo "- machine: $NCPU CPU, kernel $(uname -r); nginx $NGX_VER, 1 worker on CPU $SERVER_CPU; 1 agent (--cpus $CLIENT_CPU), $CONNS keep-alive connections, 600-byte page; phalanx $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+        echo
+        echo "$RSS_LINE"
+        echo
+        echo "| elapsed s | agent RSS MB | agent CPU s |"
+        echo "|--:|--:|--:|"
+        awk -F'\t' 'NR > 1 {printf "| %s | %s | %s |\n", $1, $2, $3}' "$RSS_TSV"
+        echo
+        echo "Samples: \`${RSS_TSV#"$ROOT"/}\`; the run's report: \`${RAW#"$ROOT"/}/rss.out\`."
+    } > "$REPORT"
+    echo; cat "$REPORT"; echo
+    log "report: $REPORT"
+    exit 0
+fi
+
 for scen in "${selected[@]}"; do
     define "$scen"
     log "== $scen closed loop: ${PEER[0]} vs phalanx ${PFLAGS[*]}"
@@ -439,6 +535,7 @@ for scen in "${selected[@]}"; do
         run_phalanx "$scen" closed - "$r" "$SURL" -- "${PFLAGS[@]}" -d "${SECS}s"
         sleep 1
     done
+    [ "$PROFILE" = 1 ] && run_profile "$scen" closed "$SURL" -- "${PFLAGS[@]}" -d "${SECS}s"
     med=$(median_rps "$scen" closed peer)
     if [ "$med" = - ]; then
         log "$scen: no peer closed-loop median; fixed-rate runs skipped"; continue
@@ -454,6 +551,7 @@ for scen in "${selected[@]}"; do
         run_phalanx "$scen" rate "$rate" "$r" "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
         sleep 1
     done
+    [ "$PROFILE" = 1 ] && run_profile "$scen" rate "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
 done
 
 # --- 7. memory at MEM_CONNS keep-alive connections -------------------------------------
@@ -532,6 +630,12 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
     echo "$TABLE"
     echo
     [ -n "$MEM_LINE" ] && { echo "$MEM_LINE"; echo; }
+    if [ -n "$PROFILES" ]; then
+        echo "## Agent profiles (BENCH_PROFILE=1)"
+        echo
+        echo "One extra run per row with the agent's CPU profile (\`go tool pprof -top\`, flat = in the function itself, cum = with its callees) and the objects it allocated during the run (a diff of two allocs snapshots). Full outputs: \`${RAW#"$ROOT"/}/*.top\`, profiles \`*.pprof\` (\`go tool pprof -http=: bin/agent FILE\`)."
+        echo "$PROFILES"
+    fi
     echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the nginx worker's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of sends that started more than 1 ms after their intended time (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
     echo
     echo "Raw outputs, exact commands and the per-run TSV: \`${RES#"$ROOT"/}/\`."
