@@ -48,8 +48,13 @@ type Config struct {
 	// GossipAddr is the memberlist bind address. Default "0.0.0.0:7946".
 	GossipAddr string
 	// Join lists gossip addresses of members to join. The agent retries
-	// until one answers.
+	// until one answers; afterwards it rejoins any of them that is not a
+	// live member (a restarted coordinator, say) every RejoinInterval.
 	Join []string
+	// RejoinInterval is how often the agent checks that the Join members
+	// are live and rejoins those that are not; failed rejoins back off up
+	// to cluster.MaxRejoinBackoff. Default cluster.DefaultRejoinInterval.
+	RejoinInterval time.Duration
 	// CPUs is the number of CPUs the engine may use. Default
 	// runtime.GOMAXPROCS(0).
 	CPUs int
@@ -123,6 +128,7 @@ func New(cfg Config) (*Agent, error) {
 	a.log = cfg.Logger.With("component", "agent", "agent", cfg.Name)
 	a.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, Meta: a.meta, LAN: cfg.LAN, Logger: a.log,
+		RejoinInterval: cfg.RejoinInterval,
 	})
 	if err != nil {
 		lis.Close()
@@ -207,6 +213,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if len(a.cfg.Join) > 0 && ctx.Err() == nil {
 			a.log.Info("joined cluster", "via", a.cfg.Join)
 		}
+		a.cluster.KeepJoined(ctx, a.cfg.Join)
 		return nil
 	})
 	g.Go(func() error {
@@ -234,7 +241,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		stopGRPC(a.grpc, 2*time.Second)
 		return nil
 	})
-	a.log.Info("agent started", "grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "cpus", a.cfg.CPUs)
+	started := []any{"grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "workers", a.cfg.CPUs}
+	if a.cfg.CPUList != "" {
+		started = append(started, "cpu_list", a.cfg.CPUList)
+	}
+	a.log.Info("agent started", started...)
 	return g.Wait()
 }
 

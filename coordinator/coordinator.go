@@ -125,6 +125,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if _, err := c.cluster.Join(ctx, c.cfg.Join); err != nil && ctx.Err() == nil {
 			return err
 		}
+		// Rejoin --join members that restart or drop out, as agents do.
+		c.cluster.KeepJoined(ctx, c.cfg.Join)
 		return nil
 	})
 	g.Go(func() error {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/phalanxload/phalanx/agent"
+	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/cpuset"
 	"github.com/phalanxload/phalanx/internal/daemon"
 )
@@ -51,12 +52,12 @@ func newCommand() *cobra.Command {
 					return fmt.Errorf("--cpus: %w", err)
 				}
 				if err := cpuset.PinProcess(set); err != nil {
-					return fmt.Errorf("--cpus: %w", err)
+					return fmt.Errorf("--cpus %s: %w", cpus, err)
 				}
 				runtime.GOMAXPROCS(len(set))
 				cfg.CPUs = len(set)
 				cfg.CPUList = cpuset.Format(set)
-				log.Info("pinned", "cpus", cpuset.Format(set))
+				log.Info("pinned to cpus", "cpu_list", cfg.CPUList, "workers", cfg.CPUs)
 			}
 			cfg.LAN = !local
 			cfg.Logger = log
@@ -83,7 +84,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address HOST:PORT (the coordinator connects here)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", "", "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", "0.0.0.0:7946", "memberlist gossip address HOST:PORT (TCP and UDP)")
-	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers)")
+	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers, then rejoined whenever one is not a live member, e.g. a restarted coordinator)")
+	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cluster.DefaultRejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
 	f.StringVar(&cfg.Name, "name", "", "unique agent name (default: host name and gRPC port)")
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
 	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +37,22 @@ type Config struct {
 	// Logger receives memberlist's log lines at their level. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// RejoinInterval is how often KeepJoined checks that its seeds are live
+	// members. A seed's failed rejoins back off, doubling up to
+	// MaxRejoinBackoff (or RejoinInterval, when longer). Default
+	// DefaultRejoinInterval.
+	RejoinInterval time.Duration
 }
+
+// DefaultRejoinInterval is Config.RejoinInterval's default.
+const DefaultRejoinInterval = 5 * time.Second
+
+// MaxRejoinBackoff bounds the wait between failed rejoins.
+const MaxRejoinBackoff = 10 * time.Second
+
+// tweakMemberlist, when set (by tests), adjusts memberlist's configuration
+// before Create.
+var tweakMemberlist func(*memberlist.Config)
 
 // Cluster is one member of the gossip cluster.
 type Cluster struct {
@@ -49,8 +66,21 @@ type Cluster struct {
 	// those callbacks.
 	mu      sync.Mutex
 	members map[string]*pb.NodeMeta
+	addrs   map[string]string // live members' gossip host:port, by name
+
+	// instance identifies this process's membership (random, fixed at
+	// New): it is the payload of every ack this member sends and its
+	// push/pull state. A peer whose acks carry a new instance restarted
+	// under the same name and lost its member list (see KeepJoined).
+	// Guarded by mu: peerInstance (last instance seen, by name) and
+	// restarted (names to rejoin).
+	instance     []byte
+	peerInstance map[string]string
+	restarted    map[string]bool
+	kick         chan struct{} // signalled (never blocking) when restarted grows
 
 	shutdownOnce sync.Once
+	done         chan struct{} // closed by Leave
 }
 
 // New creates the member and binds its gossip port; it contacts no peer
@@ -68,6 +98,9 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RejoinInterval <= 0 {
+		cfg.RejoinInterval = DefaultRejoinInterval
+	}
 	host, portStr, err := net.SplitHostPort(cfg.BindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("gossip address %q: %w", cfg.BindAddr, err)
@@ -84,10 +117,19 @@ func New(cfg Config) (*Cluster, error) {
 	mc.BindAddr = host
 	mc.BindPort = port
 	mc.AdvertisePort = port
-	c := &Cluster{cfg: cfg, members: map[string]*pb.NodeMeta{}}
-	mc.Delegate = &delegate{meta: cfg.Meta, logger: cfg.Logger}
+	c := &Cluster{
+		cfg: cfg, members: map[string]*pb.NodeMeta{}, addrs: map[string]string{},
+		instance: make([]byte, 8), peerInstance: map[string]string{}, restarted: map[string]bool{},
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	rand.Read(c.instance)
+	mc.Delegate = &delegate{c: c, meta: cfg.Meta, logger: cfg.Logger}
 	mc.Events = &events{c: c}
+	mc.Ping = &pings{c: c}
 	mc.Logger = log.New(&logWriter{l: cfg.Logger.With("component", "memberlist")}, "", 0)
+	if tweakMemberlist != nil {
+		tweakMemberlist(mc)
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("start gossip on %s: %w", cfg.BindAddr, err)
@@ -113,6 +155,7 @@ func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {
 		if n > 0 {
 			return n, nil
 		}
+		err = flatten(err)
 		c.cfg.Logger.Warn("join cluster: retrying", "addrs", addrs, "err", err)
 		select {
 		case <-ctx.Done():
@@ -121,6 +164,164 @@ func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {
 		}
 	}
 }
+
+// KeepJoined keeps this member joined to seeds (the addresses given to
+// Join) until ctx ends or the member leaves. Every RejoinInterval it joins
+// again, with memberlist.Join, each seed that is not a live member, so that
+// a seed which restarted (a coordinator, say) learns the cluster again; a
+// seed's failed rejoins back off, doubling up to MaxRejoinBackoff. It also
+// joins at once any member seen to have restarted under the same name
+// before it was found dead: such a member answers probes but has forgotten
+// the cluster. Call it after Join succeeds.
+func (c *Cluster) KeepJoined(ctx context.Context, seeds []string) {
+	interval := c.cfg.RejoinInterval
+	maxWait := max(interval, MaxRejoinBackoff)
+	type backoff struct {
+		wait    time.Duration // before the next attempt, while failing
+		skip    int           // ticks to let pass before it
+		failing bool
+	}
+	retry := make(map[string]*backoff, len(seeds))
+	for _, s := range seeds {
+		retry[s] = &backoff{wait: interval}
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	tick := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		case <-c.kick:
+			tick = false
+		case <-ticker.C:
+			tick = true
+		}
+		live, restarted := c.rejoinState()
+		for _, s := range seeds {
+			b := retry[s]
+			if c.seedLive(ctx, s, live) {
+				*b = backoff{wait: interval}
+				continue
+			}
+			if b.skip > 0 {
+				if tick {
+					b.skip--
+				}
+				continue
+			}
+			if n, err := c.ml.Join([]string{s}); n > 0 {
+				c.cfg.Logger.Info("rejoined cluster: seed was not a live member", "seed", s)
+				*b = backoff{wait: interval}
+			} else {
+				// Warn when a seed starts failing; later attempts log at
+				// debug.
+				level := slog.LevelDebug
+				if !b.failing {
+					level = slog.LevelWarn
+				}
+				ticks := int((b.wait + interval - 1) / interval)
+				b.skip, b.failing = ticks-1, true
+				c.cfg.Logger.Log(ctx, level, "rejoin cluster: seed is not a live member; retrying", "seed", s, "err", flatten(err), "next_in", time.Duration(ticks)*interval)
+				b.wait = min(2*b.wait, maxWait)
+			}
+		}
+		for name, addr := range restarted {
+			n, err := c.ml.Join([]string{addr})
+			if n > 0 {
+				c.cfg.Logger.Info("rejoined member that restarted", "member", name, "addr", addr)
+				continue
+			}
+			// Tried again next round, until it answers or is found dead.
+			c.cfg.Logger.Warn("rejoin member that restarted: retrying", "member", name, "addr", addr, "err", flatten(err))
+			c.mu.Lock()
+			if _, ok := c.addrs[name]; ok {
+				c.restarted[name] = true
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// rejoinState returns the live members' addresses (this member's
+// included) and takes the members seen to have restarted, with their
+// addresses.
+func (c *Cluster) rejoinState() (live map[string]bool, restarted map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live = make(map[string]bool, len(c.addrs)+1)
+	for _, a := range c.addrs {
+		live[a] = true
+	}
+	live[c.addr] = true
+	restarted = make(map[string]string, len(c.restarted))
+	for name := range c.restarted {
+		if a, ok := c.addrs[name]; ok {
+			restarted[name] = a
+		}
+	}
+	clear(c.restarted)
+	return live, restarted
+}
+
+// seedLive reports whether seed ("[name/]host[:port]", as memberlist.Join
+// takes it) resolves to the address of a live member.
+func (c *Cluster) seedLive(ctx context.Context, seed string, live map[string]bool) bool {
+	if _, after, ok := strings.Cut(seed, "/"); ok {
+		seed = after
+	}
+	host, port, err := net.SplitHostPort(seed)
+	if err != nil { // no port: memberlist uses this member's port
+		_, ownPort, _ := net.SplitHostPort(c.addr)
+		host, port = strings.Trim(seed, "[]"), ownPort
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return live[net.JoinHostPort(ip.String(), port)]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return false // Join reports the failure
+	}
+	for _, ip := range ips {
+		if live[net.JoinHostPort(ip.IP.String(), port)] {
+			return true
+		}
+	}
+	return false
+}
+
+// flatten returns err on one line: go-multierror (memberlist.Join's
+// errors) formats its errors as an indented, multi-line list.
+func flatten(err error) error {
+	if err == nil {
+		return nil
+	}
+	var multi interface{ WrappedErrors() []error }
+	if errors.As(err, &multi) {
+		var msgs []string
+		for _, e := range multi.WrappedErrors() {
+			msgs = append(msgs, e.Error())
+		}
+		return &flatError{msg: strings.Join(msgs, "; "), err: err}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		return &flatError{msg: strings.Join(strings.Fields(err.Error()), " "), err: err}
+	}
+	return err
+}
+
+// flatError is an error message on one line, wrapping the original.
+type flatError struct {
+	msg string
+	err error
+}
+
+func (e *flatError) Error() string { return e.msg }
+func (e *flatError) Unwrap() error { return e.err }
 
 // Members returns the live members' metas (this member included), sorted by
 // name. Members whose meta cannot be decoded are left out.
@@ -144,10 +345,17 @@ func (e *events) NotifyUpdate(n *memberlist.Node) { e.c.setMember(n) }
 func (e *events) NotifyLeave(n *memberlist.Node) {
 	e.c.mu.Lock()
 	delete(e.c.members, n.Name)
+	delete(e.c.addrs, n.Name)
+	delete(e.c.peerInstance, n.Name)
+	delete(e.c.restarted, n.Name)
 	e.c.mu.Unlock()
 }
 
 func (c *Cluster) setMember(n *memberlist.Node) {
+	addr := net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	c.mu.Lock()
+	c.addrs[n.Name] = addr
+	c.mu.Unlock()
 	m := &pb.NodeMeta{}
 	if err := proto.Unmarshal(n.Meta, m); err != nil {
 		c.cfg.Logger.Warn("bad node meta", "node", n.Name, "err", err)
@@ -174,6 +382,7 @@ func (c *Cluster) UpdateMeta(timeout time.Duration) error {
 func (c *Cluster) Leave(timeout time.Duration) error {
 	var err error
 	c.shutdownOnce.Do(func() {
+		close(c.done)
 		if lerr := c.ml.Leave(timeout); lerr != nil {
 			err = fmt.Errorf("leave cluster: %w", lerr)
 		}
@@ -184,8 +393,48 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	return err
 }
 
-// delegate serves the node meta to memberlist.
+// pings puts this member's instance in its acks and notes peers' instances
+// from theirs. Its methods run on memberlist's goroutines and must not
+// block or call back into memberlist.
+type pings struct{ c *Cluster }
+
+func (p *pings) AckPayload() []byte { return p.c.instance }
+
+func (p *pings) NotifyPingComplete(other *memberlist.Node, _ time.Duration, payload []byte) {
+	// Name never changes; other fields may, unlocked (memberlist#306).
+	p.c.noteInstance(other.Name, payload, true)
+}
+
+// noteInstance records the instance of member name, from an ack (probe) or
+// a push/pull. A new instance in an ack means the member restarted, and
+// KeepJoined is told to join it; a push/pull has just done that.
+func (c *Cluster) noteInstance(name string, instance []byte, probe bool) {
+	if len(instance) == 0 || name == c.cfg.Name {
+		return // a member that sends no instance
+	}
+	c.mu.Lock()
+	prev, known := c.peerInstance[name]
+	c.peerInstance[name] = string(instance) // forgotten when name leaves or dies
+	_, live := c.addrs[name]
+	restarted := probe && live && known && prev != string(instance)
+	if restarted {
+		c.restarted[name] = true
+	}
+	c.mu.Unlock()
+	if restarted {
+		c.cfg.Logger.Info("member restarted: rejoining it", "member", name)
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// delegate serves the node meta to memberlist, and exchanges members'
+// instances in push/pulls (joins included), so that a member's restart is
+// noticed from the first probe after it was met.
 type delegate struct {
+	c      *Cluster
 	meta   func() *pb.NodeMeta
 	logger *slog.Logger
 }
@@ -200,8 +449,22 @@ func (d *delegate) NodeMeta(limit int) []byte {
 }
 func (d *delegate) NotifyMsg([]byte)                {}
 func (d *delegate) GetBroadcasts(int, int) [][]byte { return nil }
-func (d *delegate) LocalState(bool) []byte          { return nil }
-func (d *delegate) MergeRemoteState([]byte, bool)   {}
+
+// stateVersion tags the push/pull state: stateVersion, the 8-byte
+// instance, the member's name.
+const stateVersion = 1
+
+func (d *delegate) LocalState(bool) []byte {
+	return append(append([]byte{stateVersion}, d.c.instance...), d.c.cfg.Name...)
+}
+
+func (d *delegate) MergeRemoteState(b []byte, _ bool) {
+	if len(b) < 1+len(d.c.instance) || b[0] != stateVersion {
+		return
+	}
+	n := 1 + len(d.c.instance)
+	d.c.noteInstance(string(b[n:]), b[1:n], false)
+}
 
 // logWriter turns memberlist's "[LEVEL] memberlist: msg" lines into slog
 // records at that level.

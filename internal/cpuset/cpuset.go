@@ -60,10 +60,59 @@ func Format(cpus []int) string {
 	return b.String()
 }
 
+// Allowed returns the CPUs this process may run on (sched_getaffinity of
+// the calling thread), sorted.
+func Allowed() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("get cpu affinity: %w", err)
+	}
+	var out []int
+	for c := range len(set) * 64 {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Check returns an error naming the CPUs of cpus (sorted, as Parse returns
+// them) that are not in allowed (as Allowed returns it), and listing
+// allowed; nil when all are.
+func Check(cpus, allowed []int) error {
+	ok := make(map[int]bool, len(allowed))
+	for _, c := range allowed {
+		ok[c] = true
+	}
+	var missing []int
+	for _, c := range cpus {
+		if !ok[c] {
+			missing = append(missing, c)
+		}
+	}
+	switch {
+	case len(cpus) == 0:
+		return fmt.Errorf("no CPUs given; this process may use %s", Format(allowed))
+	case len(missing) == 0:
+		return nil
+	case len(missing) == 1:
+		return fmt.Errorf("CPU %s is not available; this process may use %s", Format(missing), Format(allowed))
+	default:
+		return fmt.Errorf("CPUs %s are not available; this process may use %s", Format(missing), Format(allowed))
+	}
+}
+
 // PinProcess sets the affinity of every thread of this process to cpus
-// (threads created later inherit it from their creator). It fails when a CPU
-// is not in the process's allowed set.
+// (threads created later inherit it from their creator). It fails, before
+// pinning anything, when a CPU is not in the process's allowed set.
 func PinProcess(cpus []int) error {
+	allowed, err := Allowed()
+	if err != nil {
+		return err
+	}
+	if err := Check(cpus, allowed); err != nil {
+		return err
+	}
 	var set unix.CPUSet
 	for _, c := range cpus {
 		set.Set(c)

@@ -1,6 +1,7 @@
 package cpuset
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,4 +74,54 @@ func field(status, name string) string {
 		}
 	}
 	return ""
+}
+
+func TestCheck(t *testing.T) {
+	allowed := []int{0, 1}
+	for _, tc := range []struct {
+		cpus []int
+		want string // "" for no error
+	}{
+		{[]int{0, 1}, ""},
+		{[]int{1}, ""},
+		{[]int{5, 6, 7, 8, 9}, "CPUs 5-9 are not available; this process may use 0-1"},
+		{[]int{1, 2}, "CPU 2 is not available; this process may use 0-1"},
+		{[]int{0, 3, 5, 6}, "CPUs 3,5-6 are not available; this process may use 0-1"},
+		{nil, "no CPUs given; this process may use 0-1"},
+	} {
+		err := Check(tc.cpus, allowed)
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("Check(%v, %v) = %v, want %q", tc.cpus, allowed, err, tc.want)
+		}
+	}
+}
+
+// TestPinProcessRejectsUnavailable asks for CPUs past the allowed set: the
+// error names them and the allowed set (not sched_setaffinity's EINVAL),
+// and nothing is pinned.
+func TestPinProcessRejectsUnavailable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	allowed, err := Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Format(allowed); got != field(string(status), "Cpus_allowed_list") {
+		t.Fatalf("Allowed() = %s, /proc/self/status Cpus_allowed_list = %s", got, field(string(status), "Cpus_allowed_list"))
+	}
+	last := allowed[len(allowed)-1]
+	bad := []int{last + 1, last + 2, last + 3, 5000}
+	err = PinProcess(append([]int{allowed[0]}, bad...))
+	want := fmt.Sprintf("CPUs %s are not available; this process may use %s", Format(bad), Format(allowed))
+	if err == nil || err.Error() != want {
+		t.Fatalf("PinProcess = %v, want %q", err, want)
+	}
+	if after, _ := Allowed(); !reflect.DeepEqual(after, allowed) {
+		t.Errorf("affinity changed to %s by a rejected PinProcess", Format(after))
+	}
 }
