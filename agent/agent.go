@@ -245,6 +245,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.CPUList != "" {
 		started = append(started, "cpu_list", a.cfg.CPUList)
 	}
+	// Real-time waits keep agents that share busy cores within about a
+	// millisecond of the start instant (engine.RealtimeWaits).
+	started = append(started, "realtime_start", engine.RealtimeWaits())
 	a.log.Info("agent started", started...)
 	return g.Wait()
 }

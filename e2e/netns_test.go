@@ -58,16 +58,19 @@ const (
 	netnsRunTimeout = 45 * time.Second
 	// netnsPoll is the interval between two coordctl agents polls.
 	netnsPoll = 250 * time.Millisecond
-	// netnsMaxSkewUs bounds the start skew and the stage change skew, µs,
-	// on a host with a core for each of the five processes that race at
-	// the start (three agents, the target, the coordinator).
+	// netnsMaxSkewUs bounds the start skew and the stage change skew, µs.
 	netnsMaxSkewUs = 1000
-	// netnsSharedSkewUs is the start skew bound when the host has fewer
-	// cores: three agent processes that all wake at one instant then wait
-	// their turn for a core (the OS scheduler's slices are milliseconds),
-	// which measures the host, not the agents' clocks.
-	netnsSharedSkewUs = 10_000
-	netnsProcesses    = 5
+	// netnsProcesses is how many processes race for cores at the start
+	// instant: three agents, the target, the coordinator.
+	netnsProcesses = 5
+	// netnsAttempts bounds the runs of each plan on a host with fewer
+	// cores than netnsProcesses: there three agents that wake at one
+	// instant share two cores with the target, and now and then (about
+	// one run in ten on 2 cores, measured) one waits a time slice for a
+	// core, which measures the host. A run over the bound is then run
+	// again, logged, and the last one is judged. With a core per process,
+	// one attempt.
+	netnsAttempts = 3
 )
 
 // netnsHost is one namespace host of the topology.
@@ -148,9 +151,15 @@ type netnsReport struct {
 // so the coordinator's offset estimates must not add more), and the
 // identity issued = requests + in_flight holds; in the open-loop run, the
 // second stage begins within 1 ms across agents and the timeline has one
-// point per second. Across both runs, the requests the reports count as
+// point per second. Across all runs, the requests the reports count as
 // completed or in flight are exactly the requests the target served, and
 // the connections they opened are exactly the connections it accepted.
+// On a host with fewer cores than the five racing processes, a run whose
+// skew is over 1 ms is run again, up to netnsAttempts in all, each logged.
+//
+// The agents wait for the start and stage instants at real-time priority
+// where they may (as root here), which is what keeps three agents on two
+// cores within 1 ms of each other; see engine.waitInstant.
 func TestNetnsCluster(t *testing.T) {
 	if os.Getenv(netnsEnv) != "1" {
 		t.Skipf("multi-host test: run it alone with %s=1 as root (make test-netns)", netnsEnv)
@@ -195,10 +204,37 @@ func TestNetnsCluster(t *testing.T) {
 	n.waitAgentsIdle(t, binCtl, coordAddr, agentNames, daemons)
 	t.Logf("cluster ready %v after start (topology %s-*; host: %s)", time.Since(began).Round(time.Millisecond), n.prefix, netnsHostLoad())
 
+	// attempts runs a plan (args gives coordctl's arguments for a JSON
+	// report file) and returns its reports: one, or on a host with fewer
+	// cores than racing processes up to netnsAttempts while the skew is
+	// over the bound.
+	attempts := func(run string, args func(json string) []string) []*netnsReport {
+		var reps []*netnsReport
+		for i := 1; ; i++ {
+			if i > 1 {
+				n.waitAgentsIdle(t, binCtl, coordAddr, agentNames, daemons)
+			}
+			j := filepath.Join(dir, fmt.Sprintf("%s-%d.json", run, i))
+			n.run(t, binCtl, run, args(j)...)
+			r := netnsReadReport(t, j)
+			reps = append(reps, r)
+			skew := netnsWorstSkew(r)
+			if skew < netnsMaxSkewUs || runtime.NumCPU() >= netnsProcesses || i == netnsAttempts || t.Failed() {
+				if i > 1 {
+					t.Logf("%s: attempt %d of %d: skew %.0f us (host: %s)", run, i, netnsAttempts, skew, netnsHostLoad())
+				}
+				return reps
+			}
+			t.Logf("%s: attempt %d of %d: skew %.0f us >= %d us with %d CPUs for %d racing processes; running it again (host: %s)",
+				run, i, netnsAttempts, skew, netnsMaxSkewUs, runtime.NumCPU(), netnsProcesses, netnsHostLoad())
+		}
+	}
+
 	// Run 1: closed loop.
-	j1 := filepath.Join(dir, "closed.json")
-	n.run(t, binCtl, "closed", "--coordinator", coordAddr, "run", "-c", "12", "-d", "3s", "--cacert", caFile, "--json", j1, targetURL)
-	r1 := netnsReadReport(t, j1)
+	closed := attempts("closed", func(j string) []string {
+		return []string{"--coordinator", coordAddr, "run", "-c", "12", "-d", "3s", "--cacert", caFile, "--json", j, targetURL}
+	})
+	r1 := closed[len(closed)-1]
 
 	// Run 2: open loop, a plan file with two stages (1500/s held for 2 s,
 	// then ramping to 6000/s over 2 s). The coordinator would take the
@@ -223,9 +259,10 @@ stages:
 	if err := os.WriteFile(planFile, []byte(planYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j2 := filepath.Join(dir, "open.json")
-	n.run(t, binCtl, "open", "--coordinator", coordAddr, "run", "--json", j2, planFile)
-	r2 := netnsReadReport(t, j2)
+	open := attempts("open", func(j string) []string {
+		return []string{"--coordinator", coordAddr, "run", "--json", j, planFile}
+	})
+	r2 := open[len(open)-1]
 
 	// Stop the target: it prints what it served.
 	if err := tgt.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -270,27 +307,32 @@ stages:
 		switch cs := r2.Stages[1].ChangeSkewUs; {
 		case cs == nil:
 			t.Errorf("open: stages[1] has no change_skew_us")
-		case *cs < 0 || *cs >= netnsSkewBound(t, "stage change", *cs):
-			t.Errorf("open: stages[1].change_skew_us = %.2f, want within [0, %.0f): the agents changed stage too far apart (host: %s)", *cs, netnsSkewBound(t, "", *cs), netnsHostLoad())
+		case *cs < 0 || *cs >= netnsMaxSkewUs:
+			t.Errorf("open: stages[1].change_skew_us = %.2f, want within [0, %d): the agents changed stage too far apart (host: %s)", *cs, netnsMaxSkewUs, netnsHostLoad())
 		default:
 			t.Logf("open: stage change skew %.2fus", *cs)
 		}
 	}
 
-	// Across both runs: the target served exactly what the reports count.
-	counted := r1.Requests + r1.InFlight + r2.Requests + r2.InFlight
+	// Across all runs: the target served exactly what the reports count.
+	var counted, opened int64
+	var each []string
+	for _, r := range append(closed, open...) {
+		counted += r.Requests + r.InFlight
+		opened += r.ConnectionsOpened
+		each = append(each, fmt.Sprintf("%s %d + %d in flight, %d connections", r.Mode, r.Requests, r.InFlight, r.ConnectionsOpened))
+	}
 	if served != counted {
-		t.Errorf("target served %d requests; reports count %d (closed %d + %d in flight, open %d + %d in flight)",
-			served, counted, r1.Requests, r1.InFlight, r2.Requests, r2.InFlight)
+		t.Errorf("target served %d requests; reports count %d (%s)", served, counted, strings.Join(each, "; "))
 	}
-	if opened := r1.ConnectionsOpened + r2.ConnectionsOpened; accepted != opened {
-		t.Errorf("target accepted %d connections; reports opened %d (closed %d, open %d)",
-			accepted, opened, r1.ConnectionsOpened, r2.ConnectionsOpened)
+	if accepted != opened {
+		t.Errorf("target accepted %d connections; reports opened %d (%s)", accepted, opened, strings.Join(each, "; "))
 	}
-	t.Logf("target served %d requests on %d connections; closed run %d+%d in flight, open run %d+%d in flight; total %v",
-		served, accepted, r1.Requests, r1.InFlight, r2.Requests, r2.InFlight, time.Since(began).Round(time.Millisecond))
+	t.Logf("target served %d requests on %d connections; runs: %s; total %v",
+		served, accepted, strings.Join(each, "; "), time.Since(began).Round(time.Millisecond))
 	if t.Failed() {
-		for _, f := range []string{j1, j2} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, f := range files {
 			if b, err := os.ReadFile(f); err == nil {
 				t.Logf("%s:\n%s", filepath.Base(f), b)
 			}
@@ -350,9 +392,8 @@ func netnsCheckRun(t *testing.T, run string, r *netnsReport, mode string, conns 
 	}
 
 	// Start skew: under 1 ms, and the spread of the rows' start offsets.
-	bound := netnsSkewBound(t, run+" start", r.StartSkewUs)
-	if r.StartSkewUs < 0 || r.StartSkewUs >= bound {
-		t.Errorf("%s: start_skew_us = %.2f, want within [0, %.0f) (host: %s)", run, r.StartSkewUs, bound, netnsHostLoad())
+	if r.StartSkewUs < 0 || r.StartSkewUs >= netnsMaxSkewUs {
+		t.Errorf("%s: start_skew_us = %.2f, want within [0, %d) (host: %s)", run, r.StartSkewUs, netnsMaxSkewUs, netnsHostLoad())
 	}
 	if len(r.Agents) > 0 && math.Abs((hi-lo)-r.StartSkewUs) > 1 {
 		t.Errorf("%s: start_skew_us %.2f, but the agents' start offsets spread over %.2fus", run, r.StartSkewUs, hi-lo)
@@ -415,17 +456,16 @@ func netnsReadReport(t *testing.T, file string) *netnsReport {
 	return &r
 }
 
-// netnsSkewBound returns the skew bound, µs: 1 ms with a core per racing
-// process, else the shared-host bound, logged with the measured value
-// (what names the measurement; empty: no log).
-func netnsSkewBound(t *testing.T, what string, measuredUs float64) float64 {
-	if runtime.NumCPU() >= netnsProcesses {
-		return netnsMaxSkewUs
+// netnsWorstSkew returns a run's largest skew, µs: its start skew or a
+// stage change skew.
+func netnsWorstSkew(r *netnsReport) float64 {
+	worst := r.StartSkewUs
+	for _, st := range r.Stages {
+		if st.ChangeSkewUs != nil {
+			worst = max(worst, *st.ChangeSkewUs)
+		}
 	}
-	if what != "" {
-		t.Logf("%s skew: %d CPUs for %d processes, bound %d us instead of %d (measured %.0f us)", what, runtime.NumCPU(), netnsProcesses, netnsSharedSkewUs, netnsMaxSkewUs, measuredUs)
-	}
-	return netnsSharedSkewUs
+	return worst
 }
 
 // netnsSkip skips the test, or fails it when netnsRequireEnv is set.

@@ -2,7 +2,21 @@
 
 package engine
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
-// sleepToInstant blocks until t by spinning (see the Linux version).
-func sleepToInstant(t time.Time) { spinUntil(t) }
+// waitInstant blocks until t by spinning (see the Linux version).
+func waitInstant(t time.Time) { spinUntil(t) }
+
+// spinUntil polls the clock until t, letting other goroutines run between
+// polls: precise to microseconds.
+func spinUntil(t time.Time) {
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
+}
+
+// RealtimeWaits reports false: real-time waits are Linux only.
+func RealtimeWaits() bool { return false }
