@@ -345,14 +345,22 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return status.Error(codes.InvalidArgument, "run stream: expected start")
 	}
 
-	// The stream's end is the shutdown: watch it while the share runs.
+	// Watch the stream while the share runs. Its end is the shutdown: the
+	// load stops at once and nothing more is sent. A Stop ends the window
+	// early: the engine stops issuing, drains, and Run returns as usual, so
+	// the last intervals and Done still go out.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		for {
-			if _, err := stream.Recv(); err != nil {
+			msg, err := stream.Recv()
+			if err != nil {
 				cancel()
 				return
+			}
+			if msg.GetStop() != nil {
+				log.Info("stop received: ending the window early")
+				eng.EndWindow()
 			}
 		}
 	}()
@@ -400,6 +408,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		WindowEndUnixNano: res.WindowEnd.UnixNano(),
 		Warmup:            wire.CountsToProto(&res.Warmup),
 		MaxStreams:        int32(res.MaxStreams),
+		Stopped:           res.StoppedEarly,
 	}
 	for _, t := range res.StageChanges {
 		var ns int64
@@ -411,7 +420,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	if !res.FirstSend.IsZero() {
 		done.FirstSendUnixNano = res.FirstSend.UnixNano()
 	}
-	log.Info("share done", "issued", res.Issued, "in_flight", res.InFlight)
+	log.Info("share done", "issued", res.Issued, "in_flight", res.InFlight, "stopped_early", res.StoppedEarly)
 	return stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Done{Done: done}})
 }
 

@@ -60,8 +60,9 @@ type Coordinator struct {
 	cluster *cluster.Cluster
 	log     *slog.Logger
 
-	mu   sync.Mutex      // guards busy
-	busy map[string]bool // agents in a run of this coordinator, by name
+	mu     sync.Mutex            // guards busy and active
+	busy   map[string]bool       // agents in a run of this coordinator, by name
+	active map[string]*activeRun // runs in progress, by run ID (for StopRun)
 }
 
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
@@ -90,7 +91,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
-	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}}
+	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		Meta: func() *pb.NodeMeta {
@@ -172,8 +173,13 @@ func (s *service) ListAgents(context.Context, *pb.ListAgentsRequest) (*pb.ListAg
 
 func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_RunPlanServer) error {
 	p := wire.PlanFromProto(req.GetPlan())
-	res, err := s.c.RunPlan(stream.Context(), p, func(pr *pb.Progress) {
-		_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Progress{Progress: pr}})
+	res, err := s.c.RunPlanWith(stream.Context(), p, RunHooks{
+		Accepted: func(a *pb.RunAccepted) {
+			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Accepted{Accepted: a}})
+		},
+		Progress: func(pr *pb.Progress) {
+			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Progress{Progress: pr}})
+		},
 	})
 	if res != nil {
 		// A partial result (an agent died) is still sent: nothing measured
@@ -183,6 +189,13 @@ func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_R
 		}
 	}
 	return err
+}
+
+func (s *service) StopRun(_ context.Context, req *pb.StopRunRequest) (*pb.StopRunResponse, error) {
+	if err := s.c.StopRun(req.GetRunId()); err != nil {
+		return nil, err
+	}
+	return &pb.StopRunResponse{}, nil
 }
 
 // toStatus maps run errors to gRPC status codes at the server boundary. A

@@ -54,13 +54,97 @@ type event struct {
 	err   error
 }
 
+// RunHooks are RunPlanWith's callbacks; each may be nil. They are called
+// from RunPlanWith's goroutine, in order, and must not block for long.
+type RunHooks struct {
+	// Accepted is called once, first, when the plan is valid and its
+	// agents are chosen, before they prepare: from then until RunPlanWith
+	// returns, StopRun(run ID) applies to the run. It is not called for a
+	// run refused before (bad plan, no free agents).
+	Accepted func(*pb.RunAccepted)
+	// Progress is called after each interval has been merged across
+	// agents.
+	Progress func(*pb.Progress)
+}
+
+// activeRun is a run in progress, as StopRun finds it.
+type activeRun struct {
+	stopOnce sync.Once
+	stop     chan struct{} // closed by requestStop
+}
+
+// requestStop asks the run to end its window now; idempotent.
+func (a *activeRun) requestStop() { a.stopOnce.Do(func() { close(a.stop) }) }
+
+// stopRequested reports whether StopRun was called for the run.
+func (a *activeRun) stopRequested() bool {
+	select {
+	case <-a.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// StopRun ends the measurement window of run runID early, as a graceful
+// Ctrl-C in coordctl does: once the run has started, every agent is sent a
+// Stop (it stops issuing requests, lets those in flight finish, bounded by
+// the plan's timeout, and sends its last intervals and Done), and RunPlan
+// returns the result of the shortened window with RunResult.StoppedEarly
+// set. A run whose agents still prepare (before they are sent Start) is
+// abandoned instead: RunPlan returns a Canceled status error and nothing is
+// measured.
+// StopRun returns at once, without waiting for the result; calling it again
+// changes nothing. Errors (gRPC status): InvalidArgument for an empty
+// runID, NotFound when no run with that ID is in progress on this
+// coordinator (never started, or already ended).
+func (c *Coordinator) StopRun(runID string) error {
+	if runID == "" {
+		return status.Error(codes.InvalidArgument, "stop run: run_id is empty")
+	}
+	c.mu.Lock()
+	a := c.active[runID]
+	c.mu.Unlock()
+	if a == nil {
+		return status.Errorf(codes.NotFound, "no run %s in progress on this coordinator (it has ended, or never started)", runID)
+	}
+	c.log.Info("stop requested: ending the run's window early", "run_id", runID)
+	a.requestStop()
+	return nil
+}
+
+// register records a run in progress for StopRun; unregister forgets it
+// (idempotent).
+func (c *Coordinator) register(runID string) *activeRun {
+	a := &activeRun{stop: make(chan struct{})}
+	c.mu.Lock()
+	c.active[runID] = a
+	c.mu.Unlock()
+	return a
+}
+
+func (c *Coordinator) unregister(runID string) {
+	c.mu.Lock()
+	delete(c.active, runID)
+	c.mu.Unlock()
+}
+
 // RunPlan executes p and returns its merged result. progress, if not nil, is
-// called after each interval has been merged across agents. When an agent
-// fails mid-run, the result keeps everything measured and names the failure
-// in that agent's row; RunPlan then returns the result and a nil error.
-// Errors before the start (bad plan, no agents, an agent that cannot reach
-// the target) return a nil result and a gRPC status error.
+// called after each interval has been merged across agents. It is
+// RunPlanWith with only a Progress hook.
 func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*pb.Progress)) (*pb.RunResult, error) {
+	return c.RunPlanWith(ctx, p, RunHooks{Progress: progress})
+}
+
+// RunPlanWith executes p and returns its merged result, calling hooks as
+// the run goes. When an agent fails mid-run, the result keeps everything
+// measured and names the failure in that agent's row; RunPlanWith then
+// returns the result and a nil error. StopRun ends the window early: the
+// result then covers the shortened window (RunResult.StoppedEarly). Errors
+// before the start (bad plan, no agents, an agent that cannot reach the
+// target, StopRun while the agents prepare: Canceled) return a nil result
+// and a gRPC status error.
+func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHooks) (*pb.RunResult, error) {
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, toStatus(err)
@@ -73,6 +157,15 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 	runID := newRunID()
 	log := c.log.With("run_id", runID)
 	shares := plan.Shares(runID, p, len(agents))
+	active := c.register(runID)
+	defer c.unregister(runID)
+	if hooks.Accepted != nil {
+		hooks.Accepted(&pb.RunAccepted{RunId: runID, Agents: int32(len(agents))})
+	}
+	progress := hooks.Progress
+	stoppedBeforeStart := func() error {
+		return status.Errorf(codes.Canceled, "run %s stopped before its start: nothing was measured", runID)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,6 +185,15 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 	// parallel, bounded by PrepareTimeout.
 	prepCtx, prepCancel := context.WithTimeout(ctx, c.cfg.PrepareTimeout)
 	defer prepCancel()
+	// A stop while the agents prepare abandons the preparation at once.
+	prepared := make(chan struct{})
+	go func() {
+		select {
+		case <-active.stop:
+			prepCancel()
+		case <-prepared:
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make([]error, len(runs))
 	for i, r := range runs {
@@ -102,6 +204,11 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 		}()
 	}
 	wg.Wait()
+	close(prepared)
+	if active.stopRequested() {
+		log.Info("run stopped before its start")
+		return nil, stoppedBeforeStart()
+	}
 	if err := errors.Join(errs...); err != nil {
 		if prepCtx.Err() != nil && ctx.Err() == nil {
 			return nil, status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
@@ -116,6 +223,10 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 		maxRTT = max(maxRTT, r.rtt)
 	}
 	startAt := time.Now().Add(c.cfg.StartDelay + 2*maxRTT)
+	if active.stopRequested() {
+		log.Info("run stopped before its start")
+		return nil, stoppedBeforeStart()
+	}
 	for _, r := range runs {
 		at := startAt.Add(r.offset).UnixNano()
 		if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: at}}}); err != nil {
@@ -149,9 +260,25 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 
 	m := newMerger(p, len(runs))
 	pending := len(runs)
+	stop := active.stop // nil once handled
 	for pending > 0 {
 		var ev event
 		select {
+		case <-stop:
+			// StopRun: end every agent's window now. Each still sends its
+			// last intervals and Done; one whose stream is broken fails
+			// through its Recv as usual.
+			stop = nil
+			log.Info("stopping the run early: ending every agent's window")
+			for _, r := range runs {
+				if r.done != nil || r.ended || r.err != nil {
+					continue
+				}
+				if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Stop{Stop: &pb.Stop{}}}); err != nil {
+					log.Warn("send stop", "agent", r.meta.GetName(), "err", err)
+				}
+			}
+			continue
 		case ev = <-events:
 		case <-deadline.C:
 			for _, r := range runs {
@@ -208,6 +335,7 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 		}
 	}
 	cancel() // ends every Run stream: agents return to idle
+	c.unregister(runID)
 
 	return c.result(runID, p, startAt, runs, m)
 }
@@ -366,6 +494,7 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 		res.WarmupDuration = durationpb.New(p.Warmup)
 	}
 	var window time.Duration
+	haveWindow := false
 	var firstMin, firstMax time.Time
 	for _, r := range runs {
 		ar := &pb.AgentResult{
@@ -391,6 +520,10 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			agentWindowStart := startAt.Add(r.offset + p.Warmup)
 			if we := d.GetWindowEndUnixNano(); we != 0 {
 				window = max(window, time.Unix(0, we).Sub(agentWindowStart))
+				haveWindow = true
+			}
+			if d.GetStopped() {
+				res.StoppedEarly = true
 			}
 			wire.AddCounters(res.Warmup, d.GetWarmup())
 			if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
@@ -422,8 +555,17 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 	if !firstMin.IsZero() {
 		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
 	}
-	if window > 0 {
+	if window > 0 || haveWindow && res.StoppedEarly {
+		// (A window stopped before anything ended in it is empty.)
 		res.Window = durationpb.New(window)
+	}
+	if res.StoppedEarly {
+		// Stages cut by the stop report the part that ran, so that their
+		// rates are over the time they had; later stages are empty.
+		for _, st := range res.Stages {
+			start, d := st.GetStart().AsDuration(), st.GetDuration().AsDuration()
+			st.Duration = durationpb.New(min(max(window-start, 0), d))
+		}
 	}
 	// Stage change skew: when each agent began sending on stage i's
 	// schedule, in the coordinator's clock.

@@ -23,8 +23,12 @@ func dial(addr string) (pb.CoordinatorServiceClient, func(), error) {
 }
 
 // submit runs p on the coordinator, printing progress to progressOut, and
-// returns the result.
-func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer) (*pb.RunResult, error) {
+// returns the result. runID, if not nil, is given the run's ID as soon as
+// the coordinator sends it (RunAccepted, else each Progress).
+func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer, runID func(string)) (*pb.RunResult, error) {
+	if runID == nil {
+		runID = func(string) {}
+	}
 	printProgress := progressPrinter(progressOut)
 	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p})
 	if err != nil {
@@ -44,7 +48,10 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 		}
 		started = true
 		switch m := msg.Msg.(type) {
+		case *pb.RunPlanResponse_Accepted:
+			runID(m.Accepted.GetRunId())
 		case *pb.RunPlanResponse_Progress:
+			runID(m.Progress.GetRunId())
 			printProgress(m.Progress)
 		case *pb.RunPlanResponse_Result:
 			return m.Result, nil

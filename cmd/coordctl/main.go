@@ -28,11 +28,20 @@ func main() {
 }
 
 // run executes coordctl with args and returns the exit status: 0 on
-// success, 1 on any error (printed to stderr), 2 on bad usage.
+// success, 1 on any error (printed to stderr), 2 on bad usage, 3 when a
+// signal stopped a run early, 128 + the signal's number when a second one
+// abandoned it.
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
+		var xe *exitError
+		if errors.As(err, &xe) {
+			if xe.err != nil {
+				fmt.Fprintln(stderr, "coordctl:", describe(xe.err))
+			}
+			return xe.code
+		}
 		err = unknownCommand(err)
 		fmt.Fprintln(stderr, "coordctl:", describe(err))
 		var ue *usageError

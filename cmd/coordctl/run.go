@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
@@ -85,15 +88,35 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 				return err
 			}
 			defer closeConn()
-			res, err := submit(cmd.Context(), client, *coordAddr, wire.PlanToProto(p), cmd.ErrOrStderr())
+			stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+			// Ctrl-C (or SIGTERM) once: stop the run early and report what
+			// ran; twice: abandon it (see stopper).
+			ctx, abandon := context.WithCancel(cmd.Context())
+			defer abandon()
+			st := newStopper(ctx, client, stderr, abandon)
+			res, err := submit(ctx, client, *coordAddr, wire.PlanToProto(p), stderr, st.setRunID)
+			st.close()
+			if sig := st.abandonedBy(); sig != nil {
+				return &exitError{abandonedStatus(sig), errors.New("run abandoned: its agents stop now, and nothing is reported")}
+			}
 			if err != nil {
+				if st.stopping() && status.Code(err) == codes.Canceled {
+					// Stopped before its start: nothing was measured.
+					return &exitError{exitStoppedEarly, err}
+				}
 				return err
 			}
 			rep, err := report.FromResult(res)
 			if err != nil {
 				return err
 			}
-			return writeReport(cmd, rep, f.latency, out)
+			if err := writeReport(cmd, rep, f.latency, out); err != nil {
+				return err
+			}
+			if rep.StoppedEarly {
+				return &exitError{exitStoppedEarly, fmt.Errorf("run %s stopped early: the report covers its first %.2fs", rep.RunID, rep.DurationS)}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()

@@ -71,6 +71,16 @@ type Engine struct {
 	stopped  chan struct{}
 	stopCtx  context.Context // canceled by stop; bounds dials
 	cancel   context.CancelFunc
+
+	// Ending the window early (EndWindow). endedAt (monotonic) is written
+	// once, before ended is set; read it only after ended.Load() is true.
+	endOnce sync.Once
+	endCh   chan struct{} // closed by EndWindow: wakes waiting slots
+	ended   atomic.Bool
+	endedAt time.Time
+	// aborted counts open-loop tickets taken but given back unsent because
+	// the window was ended: with them, a count that ran out was not done.
+	aborted atomic.Int64
 }
 
 // worker owns a recorder, a TLS configuration (with its own session cache)
@@ -81,6 +91,7 @@ type worker struct {
 	tlsConf  *tls.Config
 	budget   atomic.Int64 // requests left in count mode
 	counting bool
+	ended    *atomic.Bool // the engine's: set by EndWindow
 
 	// Pacing. open: the schedule is the worker's rate and connections
 	// take numbered tickets from it; closed: it is the worker's number of
@@ -94,8 +105,12 @@ type worker struct {
 	maxConns int64        // cap for growth (open loop)
 }
 
-// take claims one request from the budget; always true outside count mode.
+// take claims one request from the budget; always true outside count mode,
+// false once the window was ended (EndWindow), without touching the budget.
 func (w *worker) take() bool {
+	if w.ended.Load() {
+		return false
+	}
 	return !w.counting || w.budget.Add(-1) >= 0
 }
 
@@ -127,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", p.URL, err)
 	}
-	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{})}
+	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
 	if e.entries, e.sched, err = buildEntries(p); err != nil {
 		return nil, err
@@ -153,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	for i := range cfg.Workers {
-		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open}
+		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
 		w.budget.Store(int64(budgets[i]))
 		first := float64(plan.Part(cfg.Share.Connections, cfg.Workers, i))
 		if open {
@@ -197,7 +212,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 // returns the request's start: its intended send time in open loop (the
 // schedule's next ticket), or now in closed loop (after waiting while the
 // slot is beyond the stage's connection target). ok is false when the slot
-// is done: the window ended or the count ran out.
+// is done: the window ended (or was ended by EndWindow) or the count ran
+// out. An open-loop ticket still waiting for its time when EndWindow is
+// called is given back unsent.
 func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
 	if w.open {
 		k := w.ticket.Add(1) - 1
@@ -218,17 +235,20 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 			// (timers wake about 1 ms late), so agents start and change
 			// load together. Other sends keep to plain timers.
 			if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
-				return time.Time{}, false
+				return e.giveBack(w)
 			}
 			waitInstant(start)
 		} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
-			return time.Time{}, false
+			return e.giveBack(w)
+		}
+		if e.ended.Load() && !start.Before(e.endedAt) {
+			return e.giveBack(w) // due at or after the window was ended
 		}
 		return start, true
 	}
 	for {
 		now := time.Now()
-		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() {
+		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
 			return time.Time{}, false
 		}
 		if float64(j) < w.sched.value(now.Sub(e.mono))+1e-9 {
@@ -244,6 +264,19 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 		return time.Time{}, false
 	}
 	return time.Now(), true
+}
+
+// giveBack returns an open-loop ticket that worker w took but did not send
+// because the window was ended (or the engine stopped) while it waited for
+// its intended time, and returns next's "done" result. The ticket then
+// counts neither as taken (countUnsent) nor, in count mode, as the end of
+// the count.
+func (e *Engine) giveBack(w *worker) (time.Time, bool) {
+	if e.ended.Load() {
+		w.taken.Add(-1)
+		e.aborted.Add(1)
+	}
+	return time.Time{}, false
 }
 
 // firstOfPhase reports whether ticket k (at offset off) is worker w's first
@@ -263,21 +296,23 @@ func (e *Engine) firstOfPhase(w *worker, k int64, off time.Duration) bool {
 	return false
 }
 
-// wait sleeps d on timer, or until the engine stops (false).
+// wait sleeps d on timer, or until the engine stops or the window is
+// ended by EndWindow (false).
 func (e *Engine) wait(timer *time.Timer, d time.Duration) bool {
 	timer.Reset(d)
 	select {
 	case <-timer.C:
 		return true
 	case <-e.stopped:
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		return false
+	case <-e.endCh:
 	}
+	if !timer.Stop() {
+		select {
+		case <-timer.C:
+		default:
+		}
+	}
+	return false
 }
 
 // resolve returns the address every connection dials: connect-to's, or the
@@ -460,6 +495,13 @@ type Result struct {
 	// the stage's start (engine clock) plus the lateness of the first send
 	// scheduled at or after it; zero time when there was none.
 	StageChanges []time.Time
+	// StoppedEarly is set when EndWindow ended the window before its
+	// planned end (or before the count ran out). WindowEnd is then the
+	// last in-window request's end, as in count mode (the window's start
+	// when none ended in it), and InFlight counts only requests still open
+	// at the planned end. False when EndWindow came too late to shorten
+	// anything.
+	StoppedEarly bool
 }
 
 // Run starts every connection at startAt (engine clock), runs the warm-up
@@ -469,7 +511,8 @@ type Result struct {
 // closes (at its planned end, or when the request count runs out) and
 // in-flight requests drain (bounded by the plan's timeout), or when ctx
 // ends, in which case every connection is closed at once and Run returns
-// ctx's error.
+// ctx's error. EndWindow closes the window early: Run then returns as in
+// count mode, with Result.StoppedEarly set.
 func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)) (Result, error) {
 	wait := startAt.Sub(e.cfg.Clock())
 	e.mono = time.Now().Add(wait) // start instant on the monotonic clock
@@ -555,7 +598,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}
 		emit(iv)
 	}
-	finished := false
+	finished, stoppedEarly := false, false
 	for k := 0; !finished; k++ {
 		end := e.windowStart.Add(time.Duration(k+1) * e.interval)
 		last := !e.windowEnd.IsZero() && !end.Before(e.windowEnd)
@@ -589,16 +632,23 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			emitOne(k, end)
 			continue
 		}
-		// Count mode may end inside interval k or, if the collector was
-		// late, past it: emit through the interval of the last end.
+		// Count mode, or a window ended by EndWindow, may end inside
+		// interval k or, if the collector was late, past it: emit through
+		// the interval of the last end. Every slot has exited, so the
+		// window's end may change now.
 		windowEnd := e.windowEnd
-		if e.countDone() {
+		unsentUntil := e.windowEnd // open-loop tickets due before it were all due
+		stoppedEarly = e.endedEarly()
+		if stoppedEarly {
+			unsentUntil = e.endedAt
+		}
+		if e.countDone() || stoppedEarly {
 			if le := e.lastEnd(); windowEnd.IsZero() || le.Before(windowEnd) {
 				windowEnd = le
 			}
 		}
 		lastK := max(k, e.intervalOf(windowEnd.Add(-1)))
-		e.countUnsent(lastK)
+		e.countUnsent(lastK, unsentUntil)
 		for ; k <= lastK; k++ {
 			ivEnd := e.windowStart.Add(time.Duration(k+1) * e.interval)
 			if k == lastK || ivEnd.After(windowEnd) {
@@ -612,7 +662,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	res := Result{WindowEnd: windowStartWall.Add(e.windowEnd.Sub(e.windowStart)), MaxStreams: int(e.maxStreams.Load())}
+	res := Result{WindowEnd: windowStartWall.Add(e.windowEnd.Sub(e.windowStart)), MaxStreams: int(e.maxStreams.Load()), StoppedEarly: stoppedEarly}
 	e.connsMu.Lock()
 	defer e.connsMu.Unlock()
 	for _, t := range e.tallies() {
@@ -639,13 +689,14 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 }
 
 // countUnsent counts, as missed in interval k, the open-loop requests the
-// schedule had due before the window's end that no connection took (every
-// one was busy until the end): they are never silently dropped.
-func (e *Engine) countUnsent(k int) {
+// schedule had due before until (the window's planned end, or the instant
+// EndWindow ended it) that no connection took (every one was busy until
+// then): they are never silently dropped.
+func (e *Engine) countUnsent(k int, until time.Time) {
 	if e.windowEnd.IsZero() || e.cfg.Share.Requests > 0 {
 		return
 	}
-	end := e.windowEnd.Sub(e.mono)
+	end := until.Sub(e.mono)
 	for _, w := range e.workers {
 		if !w.open {
 			continue
@@ -664,6 +715,41 @@ func (e *Engine) countUnsent(k int) {
 			w.rec.mu.Unlock()
 		}
 	}
+}
+
+// EndWindow ends the measurement window now, before its planned end (or
+// before the request count runs out), as a graceful Ctrl-C does: no
+// connection slot issues another request (open-loop tickets waiting for
+// their intended time are given back unsent), the requests in flight finish
+// (each bounded by the plan's timeout) and are counted, and Run then emits
+// the remaining intervals and returns normally, as when a count runs out:
+// Result.WindowEnd is the last in-window request's end and
+// Result.StoppedEarly is set. Open-loop sends due before this instant that
+// no connection took count as missed; those due after it do not.
+//
+// EndWindow is idempotent and safe to call from any goroutine, at any
+// time: before Run (Run then issues nothing, and reports an empty window
+// at its start), during the warm-up (an empty window), or after the window
+// has ended or Run has returned (no effect: StoppedEarly stays false).
+func (e *Engine) EndWindow() {
+	e.endOnce.Do(func() {
+		e.endedAt = time.Now()
+		e.ended.Store(true)
+		close(e.endCh)
+	})
+}
+
+// endedEarly reports whether EndWindow cut the window short: it was called
+// before the window's planned end, and before the count was done (every
+// request taken and sent). Called by Run once every slot has exited.
+func (e *Engine) endedEarly() bool {
+	if !e.ended.Load() {
+		return false
+	}
+	if !e.windowEnd.IsZero() && !e.endedAt.Before(e.windowEnd) {
+		return false
+	}
+	return !e.countDone() || e.aborted.Load() > 0
 }
 
 // countDone reports whether the request count has run out.

@@ -21,11 +21,21 @@ type Report struct {
 	Target string `json:"target"`
 	// StartedAt is the start instant (coordinator clock), RFC 3339.
 	StartedAt time.Time `json:"started_at"`
-	// DurationS is the measurement window's length in seconds.
+	// DurationS is the measurement window's length in seconds: the
+	// planned one, or the shortened one when StoppedEarly (or when the
+	// count ran out first).
 	DurationS float64 `json:"duration_s"`
+	// PlanDurationS is the plan's window (-d) in seconds; 0, and absent
+	// from the JSON, in count mode without a duration.
+	PlanDurationS float64 `json:"plan_duration_s,omitempty"`
 	// PlanRequests is the plan's request count in count mode (-n); 0,
 	// and absent from the JSON, in duration mode.
 	PlanRequests int64 `json:"plan_requests,omitempty"`
+	// StoppedEarly is set when the user ended the window before its
+	// planned end (a graceful Ctrl-C in coordctl run, or StopRun): every
+	// figure, RPS included, covers the shortened window of DurationS
+	// seconds, from the start to the last request's end.
+	StoppedEarly bool `json:"stopped_early"`
 	// Agents and connections used.
 	AgentCount  int   `json:"agent_count"`
 	Connections int64 `json:"connections"`
@@ -221,7 +231,9 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		Target:                r.GetPlan().GetUrl(),
 		StartedAt:             time.Unix(0, r.GetStartedAtUnixNano()).UTC(),
 		DurationS:             window,
+		PlanDurationS:         r.GetPlan().GetDuration().AsDuration().Seconds(),
 		PlanRequests:          r.GetPlan().GetRequests(),
+		StoppedEarly:          r.GetStoppedEarly(),
 		AgentCount:            len(r.GetAgents()),
 		Connections:           r.GetPlan().GetConnections(),
 		Issued:                c.GetIssued(),
@@ -397,12 +409,22 @@ type TextOptions struct {
 // WriteText writes r in wrk's layout, extended with the cluster's lines.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
-	if r.PlanRequests > 0 {
+	switch {
+	case r.PlanRequests > 0:
 		p.f("Running %d-request test @ %s\n", r.PlanRequests, r.Target)
-	} else {
+	case r.StoppedEarly && r.PlanDurationS > 0:
+		p.f("Running %s test @ %s\n", fmtWindow(r.PlanDurationS), r.Target) // as planned; the next lines say what ran
+	default:
 		p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
 	}
 	p.f("  %s and %s\n", plural(int64(r.AgentCount), "agent"), plural(r.Connections, "connection"))
+	if r.StoppedEarly {
+		of := ""
+		if r.PlanDurationS > 0 {
+			of = " of " + fmtWindow(r.PlanDurationS)
+		}
+		p.f("  Stopped early by the user after %s%s\n", fmtSeconds(r.DurationS), of)
+	}
 	if r.Mode == "open" {
 		p.f("  open loop%s; latency from each request's intended send time\n", r.targetText())
 	}

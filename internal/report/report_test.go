@@ -231,3 +231,64 @@ func TestFmtWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestStoppedEarly: a window ended by the user says so in the text (the
+// header keeps the planned window) and the JSON, and every rate is over the
+// shortened window; an empty stopped window renders without NaN.
+func TestStoppedEarly(t *testing.T) {
+	res := result(t)
+	res.Plan.Duration = durationpb.New(10 * time.Second)
+	res.Window = durationpb.New(4210 * time.Millisecond)
+	res.StoppedEarly = true
+	r, err := FromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.StoppedEarly || r.DurationS != 4.21 || r.PlanDurationS != 10 || r.RPS != 1000/4.21 || r.AgentRows[0].RPS != 600/4.21 {
+		t.Errorf("stopped %v, window %v of %v, rps %v, agent-1 rps %v", r.StoppedEarly, r.DurationS, r.PlanDurationS, r.RPS, r.AgentRows[0].RPS)
+	}
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Running 10s test @ https://127.0.0.1:8443/\n  2 agents and 4 connections\n  Stopped early by the user after 4.21s of 10s\n",
+		"  1000 requests in 4.21s, ",
+		"Requests/sec:     237.53\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("no %q in\n%s", want, text.String())
+		}
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["stopped_early"] != true || m["duration_s"] != 4.21 || m["plan_duration_s"] != 10.0 {
+		t.Errorf("JSON stopped_early %v, duration_s %v, plan_duration_s %v", m["stopped_early"], m["duration_s"], m["plan_duration_s"])
+	}
+
+	// Not stopped: no such line, and "stopped_early": false.
+	r, _ = FromResult(result(t))
+	text.Reset()
+	js.Reset()
+	_ = r.WriteText(&text, TextOptions{})
+	_ = r.WriteJSON(&js)
+	if strings.Contains(text.String(), "Stopped early") || !strings.Contains(js.String(), `"stopped_early": false`) {
+		t.Errorf("a run that was not stopped:\n%s\n%s", text.String(), js.String())
+	}
+
+	// Stopped before anything ended in the window: an empty window.
+	res.Window = durationpb.New(0)
+	if r, err = FromResult(res); err != nil {
+		t.Fatal(err)
+	}
+	text.Reset()
+	_ = r.WriteText(&text, TextOptions{})
+	if !strings.Contains(text.String(), "Stopped early by the user after 0.00s of 10s") || strings.Contains(text.String(), "NaN") || strings.Contains(text.String(), "Inf") {
+		t.Errorf("empty stopped window:\n%s", text.String())
+	}
+}

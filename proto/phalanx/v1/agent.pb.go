@@ -104,13 +104,15 @@ func (x *ClockResponse) GetNowUnixNano() int64 {
 	return 0
 }
 
-// RunRequest is a coordinator-to-agent message on the Run stream.
+// RunRequest is a coordinator-to-agent message on the Run stream: one
+// Setup, then one Start once the agent is Ready, then at most one Stop.
 type RunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
 	//
 	//	*RunRequest_Setup
 	//	*RunRequest_Start
+	//	*RunRequest_Stop
 	Msg           isRunRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -171,6 +173,15 @@ func (x *RunRequest) GetStart() *Start {
 	return nil
 }
 
+func (x *RunRequest) GetStop() *Stop {
+	if x != nil {
+		if x, ok := x.Msg.(*RunRequest_Stop); ok {
+			return x.Stop
+		}
+	}
+	return nil
+}
+
 type isRunRequest_Msg interface {
 	isRunRequest_Msg()
 }
@@ -183,9 +194,16 @@ type RunRequest_Start struct {
 	Start *Start `protobuf:"bytes,2,opt,name=start,proto3,oneof"`
 }
 
+type RunRequest_Stop struct {
+	// stop ends the measurement window early; valid only after start.
+	Stop *Stop `protobuf:"bytes,3,opt,name=stop,proto3,oneof"`
+}
+
 func (*RunRequest_Setup) isRunRequest_Msg() {}
 
 func (*RunRequest_Start) isRunRequest_Msg() {}
+
+func (*RunRequest_Stop) isRunRequest_Msg() {}
 
 // Start tells the agent when to start sending, in the agent's own clock.
 type Start struct {
@@ -232,6 +250,52 @@ func (x *Start) GetStartAtUnixNano() int64 {
 	return 0
 }
 
+// Stop ends the share's measurement window now, before its planned end (or
+// before the request count runs out): the agent issues no further request,
+// lets the requests in flight finish (each bounded by the plan's timeout)
+// and counts them, then sends its remaining Interval messages and Done as
+// usual, with Done.stopped set and Done.window_end_unix_nano at the last
+// request's end (as when the count runs out). Stop is valid only after
+// Start (an agent answers a Stop in Start's place with InvalidArgument); a
+// second Stop, or one after the window has ended, changes nothing. The
+// coordinator sends it to every agent of a run when coordctl calls
+// CoordinatorService.StopRun.
+type Stop struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stop) Reset() {
+	*x = Stop{}
+	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stop) ProtoMessage() {}
+
+func (x *Stop) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stop.ProtoReflect.Descriptor instead.
+func (*Stop) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
 // RunResponse is an agent-to-coordinator message on the Run stream.
 type RunResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -247,7 +311,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +323,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +336,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RunResponse) GetMsg() isRunResponse_Msg {
@@ -348,7 +412,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +424,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +437,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Ready) GetConnections() int64 {
@@ -425,7 +489,7 @@ type Interval struct {
 
 func (x *Interval) Reset() {
 	*x = Interval{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +501,7 @@ func (x *Interval) String() string {
 func (*Interval) ProtoMessage() {}
 
 func (x *Interval) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +514,7 @@ func (x *Interval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interval.ProtoReflect.Descriptor instead.
 func (*Interval) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Interval) GetIndex() int32 {
@@ -518,13 +582,18 @@ type Done struct {
 	// loop): the stage's boundary in the agent's clock plus the lateness of
 	// the agent's first send scheduled at or after it; 0 when none was.
 	StageChangeUnixNano []int64 `protobuf:"varint,7,rep,packed,name=stage_change_unix_nano,json=stageChangeUnixNano,proto3" json:"stage_change_unix_nano,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// stopped is set when a Stop ended the window before its planned end
+	// (or before the request count ran out); window_end_unix_nano is then
+	// the last in-window request's end, or the window's start when none
+	// ended in it. False when the Stop came too late to shorten anything.
+	Stopped       bool `protobuf:"varint,8,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +605,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +618,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Done) GetFirstSendUnixNano() int64 {
@@ -601,6 +670,13 @@ func (x *Done) GetStageChangeUnixNano() []int64 {
 	return nil
 }
 
+func (x *Done) GetStopped() bool {
+	if x != nil {
+		return x.Stopped
+	}
+	return false
+}
+
 var File_phalanx_v1_agent_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_agent_proto_rawDesc = "" +
@@ -609,14 +685,16 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"\x0e\n" +
 	"\fClockRequest\"3\n" +
 	"\rClockResponse\x12\"\n" +
-	"\rnow_unix_nano\x18\x01 \x01(\x03R\vnowUnixNano\"i\n" +
+	"\rnow_unix_nano\x18\x01 \x01(\x03R\vnowUnixNano\"\x91\x01\n" +
 	"\n" +
 	"RunRequest\x12)\n" +
 	"\x05setup\x18\x01 \x01(\v2\x11.phalanx.v1.ShareH\x00R\x05setup\x12)\n" +
-	"\x05start\x18\x02 \x01(\v2\x11.phalanx.v1.StartH\x00R\x05startB\x05\n" +
+	"\x05start\x18\x02 \x01(\v2\x11.phalanx.v1.StartH\x00R\x05start\x12&\n" +
+	"\x04stop\x18\x03 \x01(\v2\x10.phalanx.v1.StopH\x00R\x04stopB\x05\n" +
 	"\x03msg\"4\n" +
 	"\x05Start\x12+\n" +
-	"\x12start_at_unix_nano\x18\x01 \x01(\x03R\x0fstartAtUnixNano\"\x9b\x01\n" +
+	"\x12start_at_unix_nano\x18\x01 \x01(\x03R\x0fstartAtUnixNano\"\x06\n" +
+	"\x04Stop\"\x9b\x01\n" +
 	"\vRunResponse\x12)\n" +
 	"\x05ready\x18\x01 \x01(\v2\x11.phalanx.v1.ReadyH\x00R\x05ready\x122\n" +
 	"\binterval\x18\x02 \x01(\v2\x14.phalanx.v1.IntervalH\x00R\binterval\x12&\n" +
@@ -639,7 +717,7 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"histograms\x18\x04 \x01(\v2\x16.phalanx.v1.HistogramsR\n" +
 	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
-	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xa1\x02\n" +
+	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xbb\x02\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
@@ -648,7 +726,8 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\x06warmup\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\x06warmup\x12\x1f\n" +
 	"\vmax_streams\x18\x06 \x01(\x05R\n" +
 	"maxStreams\x123\n" +
-	"\x16stage_change_unix_nano\x18\a \x03(\x03R\x13stageChangeUnixNano2\x88\x01\n" +
+	"\x16stage_change_unix_nano\x18\a \x03(\x03R\x13stageChangeUnixNano\x12\x18\n" +
+	"\astopped\x18\b \x01(\bR\astopped2\x88\x01\n" +
 	"\fAgentService\x12<\n" +
 	"\x05Clock\x12\x18.phalanx.v1.ClockRequest\x1a\x19.phalanx.v1.ClockResponse\x12:\n" +
 	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
@@ -665,42 +744,44 @@ func file_phalanx_v1_agent_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_agent_proto_rawDescData
 }
 
-var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_phalanx_v1_agent_proto_goTypes = []any{
 	(*ClockRequest)(nil),        // 0: phalanx.v1.ClockRequest
 	(*ClockResponse)(nil),       // 1: phalanx.v1.ClockResponse
 	(*RunRequest)(nil),          // 2: phalanx.v1.RunRequest
 	(*Start)(nil),               // 3: phalanx.v1.Start
-	(*RunResponse)(nil),         // 4: phalanx.v1.RunResponse
-	(*Ready)(nil),               // 5: phalanx.v1.Ready
-	(*Interval)(nil),            // 6: phalanx.v1.Interval
-	(*Done)(nil),                // 7: phalanx.v1.Done
-	nil,                         // 8: phalanx.v1.Ready.ErrorsEntry
-	(*Share)(nil),               // 9: phalanx.v1.Share
-	(*Histograms)(nil),          // 10: phalanx.v1.Histograms
-	(*Counters)(nil),            // 11: phalanx.v1.Counters
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
+	(*Stop)(nil),                // 4: phalanx.v1.Stop
+	(*RunResponse)(nil),         // 5: phalanx.v1.RunResponse
+	(*Ready)(nil),               // 6: phalanx.v1.Ready
+	(*Interval)(nil),            // 7: phalanx.v1.Interval
+	(*Done)(nil),                // 8: phalanx.v1.Done
+	nil,                         // 9: phalanx.v1.Ready.ErrorsEntry
+	(*Share)(nil),               // 10: phalanx.v1.Share
+	(*Histograms)(nil),          // 11: phalanx.v1.Histograms
+	(*Counters)(nil),            // 12: phalanx.v1.Counters
+	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
-	9,  // 0: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
+	10, // 0: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
 	3,  // 1: phalanx.v1.RunRequest.start:type_name -> phalanx.v1.Start
-	5,  // 2: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
-	6,  // 3: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
-	7,  // 4: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
-	8,  // 5: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
-	10, // 6: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
-	11, // 7: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
-	12, // 8: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	11, // 9: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	0,  // 10: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	2,  // 11: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	1,  // 12: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	4,  // 13: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	4,  // 2: phalanx.v1.RunRequest.stop:type_name -> phalanx.v1.Stop
+	6,  // 3: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
+	7,  // 4: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
+	8,  // 5: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
+	9,  // 6: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
+	11, // 7: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
+	12, // 8: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
+	13, // 9: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
+	12, // 10: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	0,  // 11: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	2,  // 12: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	1,  // 13: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	5,  // 14: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	13, // [13:15] is the sub-list for method output_type
+	11, // [11:13] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }
@@ -713,8 +794,9 @@ func file_phalanx_v1_agent_proto_init() {
 	file_phalanx_v1_agent_proto_msgTypes[2].OneofWrappers = []any{
 		(*RunRequest_Setup)(nil),
 		(*RunRequest_Start)(nil),
+		(*RunRequest_Stop)(nil),
 	}
-	file_phalanx_v1_agent_proto_msgTypes[4].OneofWrappers = []any{
+	file_phalanx_v1_agent_proto_msgTypes[5].OneofWrappers = []any{
 		(*RunResponse_Ready)(nil),
 		(*RunResponse_Interval)(nil),
 		(*RunResponse_Done)(nil),
@@ -725,7 +807,7 @@ func file_phalanx_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_agent_proto_rawDesc), len(file_phalanx_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,7 +33,10 @@ type AgentServiceClient interface {
 	Clock(ctx context.Context, in *ClockRequest, opts ...grpc.CallOption) (*ClockResponse, error)
 	// Run executes one share. The coordinator sends a Setup, waits for Ready,
 	// then sends Start; the agent streams Interval messages and one Done. The
-	// stream's end is the shutdown: if it ends or breaks, the agent stops load.
+	// coordinator may send one Stop after Start to end the window early; the
+	// agent then still sends its last Interval messages and Done. The
+	// stream's end is the shutdown: if it ends or breaks, the agent stops load
+	// at once and sends nothing more.
 	Run(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunRequest, RunResponse], error)
 }
 
@@ -78,7 +81,10 @@ type AgentServiceServer interface {
 	Clock(context.Context, *ClockRequest) (*ClockResponse, error)
 	// Run executes one share. The coordinator sends a Setup, waits for Ready,
 	// then sends Start; the agent streams Interval messages and one Done. The
-	// stream's end is the shutdown: if it ends or breaks, the agent stops load.
+	// coordinator may send one Stop after Start to end the window early; the
+	// agent then still sends its last Interval messages and Done. The
+	// stream's end is the shutdown: if it ends or breaks, the agent stops load
+	// at once and sends nothing more.
 	Run(grpc.BidiStreamingServer[RunRequest, RunResponse]) error
 	mustEmbedUnimplementedAgentServiceServer()
 }

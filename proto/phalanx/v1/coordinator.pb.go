@@ -149,13 +149,15 @@ func (x *RunPlanRequest) GetPlan() *Plan {
 	return nil
 }
 
-// RunPlanResponse is a progress message or the final result.
+// RunPlanResponse is the run's acceptance, a progress message or the final
+// result.
 type RunPlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
 	//
 	//	*RunPlanResponse_Progress
 	//	*RunPlanResponse_Result
+	//	*RunPlanResponse_Accepted
 	Msg           isRunPlanResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -216,6 +218,15 @@ func (x *RunPlanResponse) GetResult() *RunResult {
 	return nil
 }
 
+func (x *RunPlanResponse) GetAccepted() *RunAccepted {
+	if x != nil {
+		if x, ok := x.Msg.(*RunPlanResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
 type isRunPlanResponse_Msg interface {
 	isRunPlanResponse_Msg()
 }
@@ -228,9 +239,159 @@ type RunPlanResponse_Result struct {
 	Result *RunResult `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type RunPlanResponse_Accepted struct {
+	// accepted is the stream's first message.
+	Accepted *RunAccepted `protobuf:"bytes,3,opt,name=accepted,proto3,oneof"`
+}
+
 func (*RunPlanResponse_Progress) isRunPlanResponse_Msg() {}
 
 func (*RunPlanResponse_Result) isRunPlanResponse_Msg() {}
+
+func (*RunPlanResponse_Accepted) isRunPlanResponse_Msg() {}
+
+// RunAccepted is the first message of a RunPlan stream, sent once the plan
+// is valid and its agents are chosen, before they connect to the target:
+// from then on the run can be stopped with StopRun(run_id). A run refused
+// before that (bad plan, no free agents) sends none.
+type RunAccepted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id is the run's ID, as in Progress and RunResult.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// agents is the number of agents chosen for the run.
+	Agents        int32 `protobuf:"varint,2,opt,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunAccepted) Reset() {
+	*x = RunAccepted{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunAccepted) ProtoMessage() {}
+
+func (x *RunAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunAccepted.ProtoReflect.Descriptor instead.
+func (*RunAccepted) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RunAccepted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunAccepted) GetAgents() int32 {
+	if x != nil {
+		return x.Agents
+	}
+	return 0
+}
+
+// StopRunRequest names the run whose window StopRun ends.
+type StopRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id is the run's ID, from RunAccepted (or any Progress). Required.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunRequest) Reset() {
+	*x = StopRunRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunRequest) ProtoMessage() {}
+
+func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
+func (*StopRunRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StopRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// StopRunResponse acknowledges a stop: the agents have been or are being
+// told to end their windows; the result follows on the run's RunPlan
+// stream.
+type StopRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunResponse) Reset() {
+	*x = StopRunResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunResponse) ProtoMessage() {}
+
+func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
+func (*StopRunResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+}
 
 // Progress is the merged state after one interval.
 type Progress struct {
@@ -252,7 +413,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +425,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +438,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Progress) GetRunId() string {
@@ -352,14 +513,20 @@ type RunResult struct {
 	// timeline has one point per interval, merged across agents.
 	Timeline []*TimelinePoint `protobuf:"bytes,13,rep,name=timeline,proto3" json:"timeline,omitempty"`
 	// stages has one entry per plan stage.
-	Stages        []*StageResult `protobuf:"bytes,14,rep,name=stages,proto3" json:"stages,omitempty"`
+	Stages []*StageResult `protobuf:"bytes,14,rep,name=stages,proto3" json:"stages,omitempty"`
+	// stopped_early is set when StopRun ended the window before its planned
+	// end (or before the request count ran out): window is then the
+	// shortened window, from the start instant to the last request's end
+	// (the longest across agents), and every figure covers it. False when
+	// the stop came too late to shorten anything.
+	StoppedEarly  bool `protobuf:"varint,15,opt,name=stopped_early,json=stoppedEarly,proto3" json:"stopped_early,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -371,7 +538,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -384,7 +551,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -485,6 +652,13 @@ func (x *RunResult) GetStages() []*StageResult {
 	return nil
 }
 
+func (x *RunResult) GetStoppedEarly() bool {
+	if x != nil {
+		return x.StoppedEarly
+	}
+	return false
+}
+
 // TimelinePoint is interval k of the window, merged across agents: every
 // agent's interval k covers the same offsets from the start instant.
 type TimelinePoint struct {
@@ -513,7 +687,7 @@ type TimelinePoint struct {
 
 func (x *TimelinePoint) Reset() {
 	*x = TimelinePoint{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +699,7 @@ func (x *TimelinePoint) String() string {
 func (*TimelinePoint) ProtoMessage() {}
 
 func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +712,7 @@ func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
 func (*TimelinePoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TimelinePoint) GetIndex() int32 {
@@ -647,7 +821,7 @@ type StageResult struct {
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +833,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +846,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StageResult) GetIndex() int32 {
@@ -768,7 +942,7 @@ type AgentResult struct {
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +954,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +967,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AgentResult) GetName() string {
@@ -911,18 +1085,25 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x12ListAgentsResponse\x12,\n" +
 	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"6\n" +
 	"\x0eRunPlanRequest\x12$\n" +
-	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\"}\n" +
+	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\"\xb4\x01\n" +
 	"\x0fRunPlanResponse\x122\n" +
 	"\bprogress\x18\x01 \x01(\v2\x14.phalanx.v1.ProgressH\x00R\bprogress\x12/\n" +
-	"\x06result\x18\x02 \x01(\v2\x15.phalanx.v1.RunResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xb9\x01\n" +
+	"\x06result\x18\x02 \x01(\v2\x15.phalanx.v1.RunResultH\x00R\x06result\x125\n" +
+	"\baccepted\x18\x03 \x01(\v2\x17.phalanx.v1.RunAcceptedH\x00R\bacceptedB\x05\n" +
+	"\x03msg\"<\n" +
+	"\vRunAccepted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
+	"\x06agents\x18\x02 \x01(\x05R\x06agents\"'\n" +
+	"\x0eStopRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x11\n" +
+	"\x0fStopRunResponse\"\xb9\x01\n" +
 	"\bProgress\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x1a\n" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x03R\x06errors\x12\x15\n" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
-	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\x99\x05\n" +
+	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xbe\x05\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -942,7 +1123,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\vmax_streams\x18\f \x01(\x05R\n" +
 	"maxStreams\x125\n" +
 	"\btimeline\x18\r \x03(\v2\x19.phalanx.v1.TimelinePointR\btimeline\x12/\n" +
-	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\"\xeb\x02\n" +
+	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\x12#\n" +
+	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xeb\x02\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -985,11 +1167,12 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
 	"\tgrpc_addr\x18\r \x01(\tR\bgrpcAddr\x12\x19\n" +
 	"\bcpu_list\x18\x0e \x01(\tR\acpuList\x12\x16\n" +
-	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xa7\x01\n" +
+	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xeb\x01\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
-	"\aRunPlan\x12\x1a.phalanx.v1.RunPlanRequest\x1a\x1b.phalanx.v1.RunPlanResponse0\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\aRunPlan\x12\x1a.phalanx.v1.RunPlanRequest\x1a\x1b.phalanx.v1.RunPlanResponse0\x01\x12B\n" +
+	"\aStopRun\x12\x1a.phalanx.v1.StopRunRequest\x1a\x1b.phalanx.v1.StopRunResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_coordinator_proto_rawDescOnce sync.Once
@@ -1003,58 +1186,64 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*ListAgentsRequest)(nil),   // 0: phalanx.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),  // 1: phalanx.v1.ListAgentsResponse
 	(*RunPlanRequest)(nil),      // 2: phalanx.v1.RunPlanRequest
 	(*RunPlanResponse)(nil),     // 3: phalanx.v1.RunPlanResponse
-	(*Progress)(nil),            // 4: phalanx.v1.Progress
-	(*RunResult)(nil),           // 5: phalanx.v1.RunResult
-	(*TimelinePoint)(nil),       // 6: phalanx.v1.TimelinePoint
-	(*StageResult)(nil),         // 7: phalanx.v1.StageResult
-	(*AgentResult)(nil),         // 8: phalanx.v1.AgentResult
-	(*NodeMeta)(nil),            // 9: phalanx.v1.NodeMeta
-	(*Plan)(nil),                // 10: phalanx.v1.Plan
-	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
-	(*Histograms)(nil),          // 12: phalanx.v1.Histograms
-	(*Counters)(nil),            // 13: phalanx.v1.Counters
+	(*RunAccepted)(nil),         // 4: phalanx.v1.RunAccepted
+	(*StopRunRequest)(nil),      // 5: phalanx.v1.StopRunRequest
+	(*StopRunResponse)(nil),     // 6: phalanx.v1.StopRunResponse
+	(*Progress)(nil),            // 7: phalanx.v1.Progress
+	(*RunResult)(nil),           // 8: phalanx.v1.RunResult
+	(*TimelinePoint)(nil),       // 9: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),         // 10: phalanx.v1.StageResult
+	(*AgentResult)(nil),         // 11: phalanx.v1.AgentResult
+	(*NodeMeta)(nil),            // 12: phalanx.v1.NodeMeta
+	(*Plan)(nil),                // 13: phalanx.v1.Plan
+	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*Histograms)(nil),          // 15: phalanx.v1.Histograms
+	(*Counters)(nil),            // 16: phalanx.v1.Counters
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	9,  // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	10, // 1: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
-	4,  // 2: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
-	5,  // 3: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	11, // 4: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	10, // 5: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	11, // 6: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	12, // 7: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	13, // 8: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	11, // 9: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	8,  // 10: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	13, // 11: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	11, // 12: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	6,  // 13: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
-	7,  // 14: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
-	11, // 15: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	11, // 16: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	11, // 17: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	11, // 18: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	13, // 19: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	11, // 20: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	11, // 21: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	11, // 22: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	11, // 23: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	11, // 24: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	0,  // 25: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	2,  // 26: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	1,  // 27: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	3,  // 28: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	27, // [27:29] is the sub-list for method output_type
-	25, // [25:27] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	12, // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	13, // 1: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	7,  // 2: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
+	8,  // 3: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
+	4,  // 4: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
+	14, // 5: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	13, // 6: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	14, // 7: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	15, // 8: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	16, // 9: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	14, // 10: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	11, // 11: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	16, // 12: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	14, // 13: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	9,  // 14: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	10, // 15: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	14, // 16: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	14, // 17: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	14, // 18: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	14, // 19: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	16, // 20: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	14, // 21: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	14, // 22: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	14, // 23: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	14, // 24: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	14, // 25: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	0,  // 26: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	2,  // 27: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	5,  // 28: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	1,  // 29: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	3,  // 30: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	6,  // 31: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	29, // [29:32] is the sub-list for method output_type
+	26, // [26:29] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -1068,6 +1257,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 	file_phalanx_v1_coordinator_proto_msgTypes[3].OneofWrappers = []any{
 		(*RunPlanResponse_Progress)(nil),
 		(*RunPlanResponse_Result)(nil),
+		(*RunPlanResponse_Accepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1075,7 +1265,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	CoordinatorService_ListAgents_FullMethodName = "/phalanx.v1.CoordinatorService/ListAgents"
 	CoordinatorService_RunPlan_FullMethodName    = "/phalanx.v1.CoordinatorService/RunPlan"
+	CoordinatorService_StopRun_FullMethodName    = "/phalanx.v1.CoordinatorService/StopRun"
 )
 
 // CoordinatorServiceClient is the client API for CoordinatorService service.
@@ -31,8 +32,21 @@ const (
 type CoordinatorServiceClient interface {
 	// ListAgents lists the live agents.
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
-	// RunPlan runs a plan: progress messages while it runs, then one result.
+	// RunPlan runs a plan: one RunAccepted with the run's ID as soon as its
+	// agents are chosen, progress messages while it runs, then one result.
 	RunPlan(ctx context.Context, in *RunPlanRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunPlanResponse], error)
+	// StopRun ends a run's measurement window early, as a graceful Ctrl-C in
+	// coordctl does: every agent stops issuing requests, lets those in flight
+	// finish (bounded by the plan's timeout), and the run's RunPlan stream
+	// ends as usual with a RunResult for the shortened window
+	// (RunResult.stopped_early). A run stopped while its agents still prepare
+	// (before they are sent Start) ends its RunPlan stream with status
+	// CANCELLED instead: nothing was measured.
+	// It returns at once, before the result; calling it again changes
+	// nothing. Errors: INVALID_ARGUMENT for an empty run_id, NOT_FOUND when
+	// no run with that ID is in progress on this coordinator (unknown, or
+	// already ended).
+	StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error)
 }
 
 type coordinatorServiceClient struct {
@@ -72,6 +86,16 @@ func (c *coordinatorServiceClient) RunPlan(ctx context.Context, in *RunPlanReque
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoordinatorService_RunPlanClient = grpc.ServerStreamingClient[RunPlanResponse]
 
+func (c *coordinatorServiceClient) StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopRunResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_StopRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoordinatorServiceServer is the server API for CoordinatorService service.
 // All implementations must embed UnimplementedCoordinatorServiceServer
 // for forward compatibility.
@@ -80,8 +104,21 @@ type CoordinatorService_RunPlanClient = grpc.ServerStreamingClient[RunPlanRespon
 type CoordinatorServiceServer interface {
 	// ListAgents lists the live agents.
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
-	// RunPlan runs a plan: progress messages while it runs, then one result.
+	// RunPlan runs a plan: one RunAccepted with the run's ID as soon as its
+	// agents are chosen, progress messages while it runs, then one result.
 	RunPlan(*RunPlanRequest, grpc.ServerStreamingServer[RunPlanResponse]) error
+	// StopRun ends a run's measurement window early, as a graceful Ctrl-C in
+	// coordctl does: every agent stops issuing requests, lets those in flight
+	// finish (bounded by the plan's timeout), and the run's RunPlan stream
+	// ends as usual with a RunResult for the shortened window
+	// (RunResult.stopped_early). A run stopped while its agents still prepare
+	// (before they are sent Start) ends its RunPlan stream with status
+	// CANCELLED instead: nothing was measured.
+	// It returns at once, before the result; calling it again changes
+	// nothing. Errors: INVALID_ARGUMENT for an empty run_id, NOT_FOUND when
+	// no run with that ID is in progress on this coordinator (unknown, or
+	// already ended).
+	StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error)
 	mustEmbedUnimplementedCoordinatorServiceServer()
 }
 
@@ -97,6 +134,9 @@ func (UnimplementedCoordinatorServiceServer) ListAgents(context.Context, *ListAg
 }
 func (UnimplementedCoordinatorServiceServer) RunPlan(*RunPlanRequest, grpc.ServerStreamingServer[RunPlanResponse]) error {
 	return status.Error(codes.Unimplemented, "method RunPlan not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopRun not implemented")
 }
 func (UnimplementedCoordinatorServiceServer) mustEmbedUnimplementedCoordinatorServiceServer() {}
 func (UnimplementedCoordinatorServiceServer) testEmbeddedByValue()                            {}
@@ -148,6 +188,24 @@ func _CoordinatorService_RunPlan_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoordinatorService_RunPlanServer = grpc.ServerStreamingServer[RunPlanResponse]
 
+func _CoordinatorService_StopRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).StopRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_StopRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).StopRun(ctx, req.(*StopRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoordinatorService_ServiceDesc is the grpc.ServiceDesc for CoordinatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -158,6 +216,10 @@ var CoordinatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAgents",
 			Handler:    _CoordinatorService_ListAgents_Handler,
+		},
+		{
+			MethodName: "StopRun",
+			Handler:    _CoordinatorService_StopRun_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
