@@ -251,14 +251,22 @@ func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok 
 		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
 			return time.Time{}, false
 		}
-		if float64(j) < w.sched.value(now.Sub(e.mono))+1e-9 {
-			break
-		}
-		// Beyond the stage's target: idle a moment (ramps are linear, so
-		// the slot's turn comes back gradually).
-		if !e.wait(timer, 5*time.Millisecond) {
+		// The slot is active while the connection target exceeds j. Beyond
+		// it, wait for the instant the (linear) target reaches j + 1, so
+		// that every agent activates its slots at the same moments; if it
+		// never does again, the slot is done.
+		off, ok := w.sched.reaches(float64(j+1), now.Sub(e.mono))
+		if !ok {
 			return time.Time{}, false
 		}
+		at := e.mono.Add(off)
+		if !at.After(now) {
+			break
+		}
+		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+			return time.Time{}, false
+		}
+		waitInstant(at)
 	}
 	if !w.take() {
 		return time.Time{}, false

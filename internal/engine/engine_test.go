@@ -6,7 +6,9 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,4 +305,48 @@ func TestRecorderKeepsIntervalsWhenCollectorLags(t *testing.T) {
 		s.reset()
 		spare = s
 	}
+}
+
+// TestClosedLoopStagesActivateOnTime: a closed-loop plan held at 2
+// connections, then ramped to 6: each worker's slot j sends its first
+// request when the worker's target reaches j+1, not before (a held stage
+// runs exactly its target), and within milliseconds after (the slot waits
+// for the computed instant, not a polling tick).
+func TestClosedLoopStagesActivateOnTime(t *testing.T) {
+	var mu sync.Mutex
+	first := map[string]time.Time{} // connection → its first request
+	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if _, ok := first[r.RemoteAddr]; !ok {
+			first[r.RemoteAddr] = time.Now()
+		}
+		mu.Unlock()
+	})
+	p := plan.Plan{URL: srv.URL, Connections: 2, TLS: plan.TLS{CAPEM: ca}, Interval: 200 * time.Millisecond,
+		Stages: []plan.Stage{{Duration: 600 * time.Millisecond, Connections: 2}, {Duration: 800 * time.Millisecond, Connections: 6}, {Duration: 400 * time.Millisecond, Connections: 6}}}
+	e := newEngine(t, p, 2) // 2 workers, each held at 1 then ramped to 3 (3 slots)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(50 * time.Millisecond)
+	if _, err := e.Run(context.Background(), start, func(Interval) {}); err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, at := range first {
+		got = append(got, at.Sub(start))
+	}
+	slices.Sort(got)
+	// Per worker: slot 0 from the start, slot 1 when 1 + (t-0.6 s)·2.5/s
+	// reaches 2 (t = 1.0 s), slot 2 when it reaches 3 (t = 1.4 s).
+	want := []time.Duration{0, 0, 1000 * time.Millisecond, 1000 * time.Millisecond, 1400 * time.Millisecond, 1400 * time.Millisecond}
+	if len(got) != len(want) {
+		t.Fatalf("%d connections sent requests (first requests at %v), want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		if got[i] < want[i]-time.Millisecond || got[i] > want[i]+20*time.Millisecond {
+			t.Errorf("connection %d's first request at %v, want %v (+20 ms at most); all: %v", i, got[i], want[i], got)
+		}
+	}
+	t.Logf("first requests at %v", got)
 }

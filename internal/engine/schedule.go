@@ -85,6 +85,27 @@ func (s *schedule) value(t time.Duration) float64 {
 	return 0
 }
 
+// reaches returns the earliest offset t >= from at which the target is v or
+// more (value(t) >= v, to within 1e-9), or false when it never is again: a
+// closed-loop slot j is active while the connection target exceeds j, so
+// reaches(j, now) is when it may send next.
+func (s *schedule) reaches(v float64, from time.Duration) (time.Duration, bool) {
+	const eps = 1e-9
+	if s.value(from) >= v-eps {
+		return from, true
+	}
+	for _, g := range s.segs {
+		end := g.start + g.dur
+		if end <= from || g.to < v-eps {
+			continue // over, or below v throughout (it is linear)
+		}
+		// g.from < v <= g.to: rising through v within the segment.
+		tau := time.Duration(math.Ceil((v - g.from) / (g.to - g.from) * float64(g.dur)))
+		return max(g.start+tau, from), true
+	}
+	return 0, false
+}
+
 // at returns the offset at which the cumulative count (the integral of the
 // rate) reaches n, or false when the schedule ends first.
 func (s *schedule) at(n float64) (time.Duration, bool) {

@@ -61,3 +61,36 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// TestScheduleReaches: when a connection target (held at 2, ramped to 6
+// over 4 s, ramped down to 1 over 1 s) first reaches a value from a given
+// offset; a closed-loop slot j waits for reaches(j+1), so slot 2 starts
+// when the ramp passes 3.
+func TestScheduleReaches(t *testing.T) {
+	p := plan.Plan{Stages: []plan.Stage{
+		{Duration: time.Second, Connections: 2},
+		{Duration: 4 * time.Second, Connections: 6},
+		{Duration: time.Second, Connections: 1},
+	}}
+	s := newSchedule(p, 2, []float64{2, 6, 1})
+	for _, c := range []struct {
+		v    float64
+		from time.Duration
+		want time.Duration
+		ok   bool
+	}{
+		{2, 0, 0, true},                                             // held from the start
+		{3, 0, 2 * time.Second, true},                               // 2 + (t-1 s)·1/s = 3
+		{3, 300 * time.Millisecond, 2 * time.Second, true},          //
+		{6, 0, 5 * time.Second, true},                               // the ramp's end
+		{4, 5500 * time.Millisecond, 0, false},                      // ramping down: never again
+		{1, 5500 * time.Millisecond, 5500 * time.Millisecond, true}, // still above 1
+		{7, 0, 0, false},                                            // never that high
+		{2.5, 1500 * time.Millisecond, 1500 * time.Millisecond, true},
+	} {
+		got, ok := s.reaches(c.v, c.from)
+		if ok != c.ok || ok && absDur(got-c.want) > time.Microsecond {
+			t.Errorf("reaches(%v, %v) = %v, %v; want %v, %v", c.v, c.from, got, ok, c.want, c.ok)
+		}
+	}
+}
