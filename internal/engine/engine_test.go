@@ -310,8 +310,8 @@ func TestRecorderKeepsIntervalsWhenCollectorLags(t *testing.T) {
 // TestClosedLoopStagesActivateOnTime: a closed-loop plan held at 2
 // connections, then ramped to 6: each worker's slot j sends its first
 // request when the worker's target reaches j+1, not before (a held stage
-// runs exactly its target), and within milliseconds after (the slot waits
-// for the computed instant, not a polling tick).
+// runs exactly its target), and soon after (the slot waits for the
+// computed instant, not a polling tick).
 func TestClosedLoopStagesActivateOnTime(t *testing.T) {
 	var mu sync.Mutex
 	first := map[string]time.Time{} // connection → its first request
@@ -343,9 +343,11 @@ func TestClosedLoopStagesActivateOnTime(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("%d connections sent requests (first requests at %v), want %d", len(got), got, len(want))
 	}
+	// Never early; late only by scheduling (generous: a loaded machine
+	// under the race detector).
 	for i := range want {
-		if got[i] < want[i]-time.Millisecond || got[i] > want[i]+20*time.Millisecond {
-			t.Errorf("connection %d's first request at %v, want %v (+20 ms at most); all: %v", i, got[i], want[i], got)
+		if got[i] < want[i]-time.Millisecond || got[i] > want[i]+100*time.Millisecond {
+			t.Errorf("connection %d's first request at %v, want %v (+100 ms at most); all: %v", i, got[i], want[i], got)
 		}
 	}
 	t.Logf("first requests at %v", got)
