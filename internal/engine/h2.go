@@ -262,6 +262,12 @@ type h2session struct {
 	// wait in bw for it, so streams that send together share a write(2).
 	flushes chan struct{}
 	done    chan struct{} // closed by fail: stops the flusher
+	// written is the highest stream ID whose HEADERS are in bw (guarded by
+	// wmu); flushed the highest one written to the connection. A stream
+	// above a GOAWAY's last stream ID that never left bw was never sent:
+	// it is sent again without counting as a retry.
+	written uint32
+	flushed atomic.Uint32
 
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
@@ -354,7 +360,9 @@ func (s *h2session) flusher() {
 		var err error
 		if s.bw.Buffered() > 0 {
 			_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
-			err = s.bw.Flush()
+			if err = s.bw.Flush(); err == nil {
+				s.flushed.Store(s.written)
+			}
 		}
 		s.wmu.Unlock()
 		if err != nil {
@@ -459,6 +467,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 	s.mu.Unlock()
 	_ = s.nc.SetWriteDeadline(deadline)
 	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: en.h2, EndStream: len(en.body) == 0, EndHeaders: true})
+	s.written = st.id
 	if err == nil && len(en.body) > 0 {
 		err = s.writeBody(st, en.body, deadline)
 	}
@@ -588,9 +597,14 @@ func (s *h2session) handle(f http2.Frame) error {
 	case *http2.GoAwayFrame:
 		s.mu.Lock()
 		s.goaway = true
+		flushed := s.flushed.Load()
 		for id, st := range s.streams {
 			if id > f.LastStreamID {
-				s.endStreamLocked(id, st, errH2Refused, ErrClosed)
+				err := errH2Refused // sent, never processed: a retry
+				if id > flushed {
+					err = errH2NotSent // still in our buffer: never sent
+				}
+				s.endStreamLocked(id, st, err, ErrClosed)
 			}
 		}
 		if s.active == 0 && !s.dead {
@@ -695,7 +709,11 @@ func (s *h2session) write(f func() error) error {
 	if err := f(); err != nil {
 		return err
 	}
-	return s.bw.Flush()
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	s.flushed.Store(s.written)
+	return nil
 }
 
 // noteMaxStreams lowers the effective streams per connection to n.
