@@ -29,10 +29,7 @@ func agentInterval(r *rand.Rand, k int32) *pb.Interval {
 		h.TTFB.RecordMicros(v * 9 / 10)
 		n++
 	}
-	hs, err := wire.HistogramsToProto(&h)
-	if err != nil {
-		panic(err)
-	}
+	hs := wire.IntervalHistogramsToProto(&h) // as agents send them
 	return &pb.Interval{
 		Index: k, StartUnixNano: int64(k) * int64(time.Second), EndUnixNano: int64(k+1) * int64(time.Second),
 		Histograms: hs,

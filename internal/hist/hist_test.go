@@ -1,8 +1,11 @@
 package hist
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/base64"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"testing"
 	"testing/quick"
@@ -168,7 +171,8 @@ func TestSparseDecodeMergeEqualsDense(t *testing.T) {
 			t.Log(err)
 			return false
 		}
-		for _, in := range [][]byte{b, []byte(base64.StdEncoding.EncodeToString(b))} {
+		v2 := h.EncodeV2()
+		for _, in := range [][]byte{b, []byte(base64.StdEncoding.EncodeToString(b)), v2, []byte(base64.StdEncoding.EncodeToString(v2))} {
 			if err := d.Decode(in, &s); err != nil {
 				t.Log(err)
 				return false
@@ -191,12 +195,42 @@ func TestSparseDecodeMergeEqualsDense(t *testing.T) {
 	h := New()
 	h.RecordMicros(7)
 	b, _ := h.Encode()
-	for name, in := range map[string][]byte{"truncated": b[:len(b)-3], "garbage": []byte("??"), "empty": nil} {
+	v2 := h.EncodeV2()
+	for name, in := range map[string][]byte{"truncated": b[:len(b)-3], "garbage": []byte("??"), "empty": nil,
+		"v2 truncated": v2[:len(v2)-1], "v2 header only": v2[:20]} {
 		if err := d.Decode(in, &s); err == nil {
 			t.Errorf("Decode(%s) succeeded", name)
 		}
 	}
 	if err := d.Decode(newForeign(), &s); !errors.Is(err, ErrGeometry) {
 		t.Errorf("Decode(foreign) = %v, want ErrGeometry", err)
+	}
+}
+
+// TestEncodeV2IsTheCompressedPayload: EncodeV2 is byte for byte what
+// hdrhistogram-go deflates inside its V2 compressed encoding (Encode), so
+// any HdrHistogram implementation reads it as it reads that.
+func TestEncodeV2IsTheCompressedPayload(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 1000, 20000} {
+		h := New()
+		for _, v := range samples(r, n) {
+			h.RecordMicros(v)
+		}
+		b, err := h.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := zlib.NewReader(bytes.NewReader(b[8:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.EncodeV2(); !bytes.Equal(got, inner) {
+			t.Errorf("%d samples: EncodeV2 = %d bytes %x..., the compressed encoding holds %d bytes %x...", n, len(got), got[:min(48, len(got))], len(inner), inner[:min(48, len(inner))])
+		}
 	}
 }

@@ -173,9 +173,12 @@ func (x *Counters) GetMissed() int64 {
 	return 0
 }
 
-// Histograms are the HdrHistograms of an interval or a run, each in
-// HdrHistogram's V2 compressed encoding, values in microseconds, all with
-// the same geometry (1 us to 24 h, 3 significant digits).
+// Histograms are the HdrHistograms of an interval or a run, values in
+// microseconds, all with the same geometry (1 us to 24 h, 3 significant
+// digits), each in HdrHistogram's V2 encoding: uncompressed (cookie
+// 0x1c849303) in an agent's Interval, which the coordinator decodes without
+// inflating, and compressed (cookie 0x1c849304) in results. Readers accept
+// both.
 type Histograms struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// latency: completed responses, from the request's start (its write, or
