@@ -437,7 +437,11 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		p.f("  %-10s %9s %9s %9s\n", "", "Avg", "Stdev", "Max")
 		p.f("    %-8s %9s %9s %9s\n", "Latency", fmtUs(r.Latency.Mean), fmtUs(r.Latency.Stdev), fmtUs(float64(r.Latency.Max)))
 		if o.Latency {
-			p.f("  Latency Distribution (completed responses, request start to last byte)\n")
+			from := "request start"
+			if r.Mode == "open" {
+				from = "intended send time"
+			}
+			p.f("  Latency Distribution (completed responses, %s to last byte)\n", from)
 			for _, q := range []struct {
 				label string
 				v     int64

@@ -107,6 +107,14 @@ func TestClientBound(t *testing.T) {
 	if r, _ = FromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
 		t.Fatalf("open loop with 2 %% missed: client-bound %v mode %q basis %q", r.ClientBound, r.Mode, r.LatencyBasis)
 	}
+	// The distribution's heading says where open-loop latency starts.
+	var b strings.Builder
+	if err := r.WriteText(&b, TextOptions{Latency: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Latency Distribution (completed responses, intended send time to last byte)") {
+		t.Errorf("open-loop text report:\n%s\nwant the distribution measured from the intended send time", b.String())
+	}
 }
 
 func TestFromResultRejectsCorruptHistogram(t *testing.T) {
