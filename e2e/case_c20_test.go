@@ -124,6 +124,14 @@ func TestCaseC20MergedPercentiles(t *testing.T) {
 			{"p99.9", l.P999, slow, slowTol, allowMax},
 			{"max", l.Max, slow, slowTol, allowMax},
 		} {
+			if q.name == "p99" && c15RaceEnabled() {
+				// The slowest fast sample is one request: under the race
+				// detector a single stall the probe did not sample moves
+				// it (a CI dry run: 77 ms against a 72 ms margin). Judged
+				// without the detector (make test-cases, in CI).
+				t.Logf("merged p99 %d us not judged under the race detector (want %v ± %v)", q.got, q.want, q.tol)
+				continue
+			}
 			c15Near(t, "merged "+q.name+" (us)", float64(q.got), float64(q.want.Microseconds()), float64(q.tol.Microseconds()), float64(q.allow.Microseconds()))
 		}
 		// The mean of all samples: (1000 × 10 ms + 10 × 2000 ms) / 1010.
@@ -154,6 +162,9 @@ func TestCaseC20MergedPercentiles(t *testing.T) {
 		{"p99.9", a.P999, b.P999, slowTol, allowMax},
 		{"max", a.Max, b.Max, slowTol, allowMax},
 	} {
+		if q.name == "p99" && c15RaceEnabled() {
+			continue // as above: one request's stall, judged without the detector
+		}
 		c15Near(t, "merged "+q.name+" over two agents vs. four workers (us)", float64(q.a), float64(q.b), float64(q.tol.Microseconds()), float64(q.allow.Microseconds()))
 	}
 }
