@@ -89,17 +89,10 @@ func (h *Histogram) Encode() ([]byte, error) {
 	if h.Count() == 0 {
 		// Most phase histograms of an interval are empty (no new
 		// connection, closed loop): encode that once.
-		empty, err := emptyEncoded()
-		return append([]byte(nil), empty...), err
+		emptyOnce.Do(func() { emptyEncoding, emptyErr = New().encode() })
+		return append([]byte(nil), emptyEncoding...), emptyErr
 	}
 	return h.encode()
-}
-
-// emptyEncoded returns the encoding of an empty histogram (shared: do not
-// modify).
-func emptyEncoded() ([]byte, error) {
-	emptyOnce.Do(func() { emptyEncoding, emptyErr = New().encode() })
-	return emptyEncoding, emptyErr
 }
 
 var (

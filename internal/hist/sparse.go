@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/klauspost/compress/zlib"
 )
@@ -51,11 +52,6 @@ type Decoder struct {
 // than the package's (ErrGeometry), so that merges stay exact.
 func (d *Decoder) Decode(b []byte, s *Sparse) error {
 	s.Values, s.Counts, s.Total = s.Values[:0], s.Counts[:0], 0
-	// Most of an interval's phase histograms are empty, and Encode sends
-	// every empty one as the same bytes: skip inflating those.
-	if empty, err := emptyEncoded(); err == nil && bytes.Equal(b, empty) {
-		return nil
-	}
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
 		return decodeRaw(b, s) // uncompressed V2 (EncodeV2): nothing to inflate
 	}
@@ -157,6 +153,21 @@ func decodeRaw(raw []byte, s *Sparse) error {
 // a thousand distinct values) but decoded without inflating, which was half
 // of the coordinator's merge cost (BenchmarkMergeAgentInterval).
 func (h *Histogram) EncodeV2() []byte {
+	if h.Count() == 0 {
+		// Most phase histograms of an interval are empty: encode that
+		// once, without copying the counts array.
+		emptyV2Once.Do(func() { emptyV2 = New().encodeV2() })
+		return append([]byte(nil), emptyV2...)
+	}
+	return h.encodeV2()
+}
+
+var (
+	emptyV2Once sync.Once
+	emptyV2     []byte
+)
+
+func (h *Histogram) encodeV2() []byte {
 	snap := h.h.Export()
 	counts := snap.Counts
 	last := len(counts) - 1
