@@ -21,6 +21,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -33,41 +34,74 @@ var Version = "dev"
 // depend on agents' clocks agreeing.
 const ClockShiftEnv = "PHALANX_TEST_CLOCK_SHIFT"
 
-// Config configures an agent.
+// DefaultGRPCAddr is the agent's default gRPC listen address.
+const DefaultGRPCAddr = "127.0.0.1:7070"
+
+// Config configures an agent. DefaultConfig returns one with every default
+// filled in; New fills in any field left at its zero value the same way, so
+// a literal Config works too (except LAN, whose zero is local timings).
 type Config struct {
-	// Name is the agent's unique cluster name. Default: host name plus the
-	// gRPC port.
+	// Name is the agent's unique cluster name. Default (and zero): the host
+	// name plus the bound gRPC port, derived by New.
 	Name string
-	// GRPCAddr is the gRPC listen address, host:port. Default
-	// "127.0.0.1:7070"; port 0 picks a free port.
+	// GRPCAddr is the gRPC listen address, host:port; port 0 picks a free
+	// port. Default DefaultGRPCAddr ("127.0.0.1:7070"); zero means the
+	// default.
 	GRPCAddr string
-	// AdvertiseAddr is the gRPC address put in the node meta, for when
-	// GRPCAddr's host is unspecified (0.0.0.0). Default: GRPCAddr as bound,
-	// with an unspecified host replaced by the gossip address's host.
+	// AdvertiseAddr is the gRPC address (host:port) put in the node meta,
+	// for when GRPCAddr's host is unspecified (0.0.0.0). Default (and
+	// zero): GRPCAddr as bound, with an unspecified host replaced by the
+	// gossip address's host.
 	AdvertiseAddr string
-	// GossipAddr is the memberlist bind address. Default "0.0.0.0:7946".
+	// GossipAddr is the memberlist bind address, host:port (TCP and UDP);
+	// port 0 picks a free port. Default cluster.DefaultBindAddr
+	// ("0.0.0.0:7946"); zero means the default.
 	GossipAddr string
-	// Join lists gossip addresses of members to join. The agent retries
-	// until one answers; afterwards it rejoins any of them that is not a
-	// live member (a restarted coordinator, say) every RejoinInterval.
+	// Join lists gossip addresses (host:port) of members to join. The agent
+	// retries until one answers; afterwards it rejoins any of them that is
+	// not a live member (a restarted coordinator, say) every
+	// RejoinInterval. Default (and zero): none, the agent waits to be
+	// joined.
 	Join []string
 	// RejoinInterval is how often the agent checks that the Join members
 	// are live and rejoins those that are not; failed rejoins back off up
-	// to cluster.MaxRejoinBackoff. Default cluster.DefaultRejoinInterval.
+	// to cluster.MaxRejoinBackoff. Default cluster.DefaultRejoinInterval
+	// (5 s); zero or negative means the default.
 	RejoinInterval time.Duration
-	// CPUs is the number of CPUs the engine may use. Default
-	// runtime.GOMAXPROCS(0).
+	// CPUs is the number of CPUs the engine may use: one worker per CPU.
+	// Default runtime.GOMAXPROCS(0); zero or negative means the default.
 	CPUs int
 	// CPUList names the CPUs the process is pinned to (taskset -c syntax),
-	// for the report; empty when not pinned.
+	// for the report. Default (and zero): empty, not pinned.
 	CPUList string
-	// LAN selects memberlist's LAN timings (default: local timings).
+	// LAN selects memberlist's LAN timings. Default true; false (the zero
+	// value) selects its local timings (faster failure detection, for one
+	// host and tests).
 	LAN bool
-	// Clock is the agent's wall clock. Default time.Now, shifted by
-	// $PHALANX_TEST_CLOCK_SHIFT when set.
+	// Clock is the agent's wall clock. Default (and nil): ClockFromEnv,
+	// time.Now shifted by $PHALANX_TEST_CLOCK_SHIFT when set.
 	Clock func() time.Time
-	// Logger is the agent's logger. Default slog.Default().
+	// Security sets the credentials of the agent's gRPC server (for the
+	// coordinator). Default (and zero): insecure.
+	Security security.Config
+	// Logger is the agent's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
+}
+
+// DefaultConfig returns the agent's defaults, the ones its flags show:
+// gRPC on DefaultGRPCAddr, gossip on cluster.DefaultBindAddr with LAN
+// timings, rejoin every cluster.DefaultRejoinInterval, one worker per CPU
+// of runtime.GOMAXPROCS(0), insecure gRPC, slog.Default(). Name, Clock and
+// AdvertiseAddr are left empty (New derives them).
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:       DefaultGRPCAddr,
+		GossipAddr:     cluster.DefaultBindAddr,
+		RejoinInterval: cluster.DefaultRejoinInterval,
+		CPUs:           runtime.GOMAXPROCS(0),
+		LAN:            true,
+		Logger:         slog.Default(),
+	}
 }
 
 // Agent is a running agent daemon.
@@ -100,14 +134,21 @@ var _ pb.AgentServiceServer = (*service)(nil)
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
 // peer.
 func New(cfg Config) (*Agent, error) {
+	def := DefaultConfig()
 	if cfg.GRPCAddr == "" {
-		cfg.GRPCAddr = "127.0.0.1:7070"
+		cfg.GRPCAddr = def.GRPCAddr
+	}
+	if cfg.GossipAddr == "" {
+		cfg.GossipAddr = def.GossipAddr
+	}
+	if cfg.RejoinInterval <= 0 {
+		cfg.RejoinInterval = def.RejoinInterval
 	}
 	if cfg.CPUs <= 0 {
-		cfg.CPUs = runtime.GOMAXPROCS(0)
+		cfg.CPUs = def.CPUs
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = def.Logger
 	}
 	if cfg.Clock == nil {
 		clock, err := ClockFromEnv()
@@ -115,6 +156,10 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 		cfg.Clock = clock
+	}
+	serverCreds, err := cfg.Security.ServerOption()
+	if err != nil {
+		return nil, err
 	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -146,6 +191,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a.grpc = grpc.NewServer(
+		serverCreds,
 		// Ping the coordinator every second; a coordinator that does not
 		// answer within two seconds is gone, which ends the Run stream and
 		// stops the load (invariant 7). (A coordinator that dies on a live

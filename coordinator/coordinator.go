@@ -18,6 +18,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -25,31 +26,64 @@ import (
 // Version is advertised in the node meta.
 var Version = "dev"
 
-// Config configures a coordinator.
+// DefaultGRPCAddr is the coordinator's default gRPC listen address, the
+// one coordctl dials by default.
+const DefaultGRPCAddr = "127.0.0.1:7000"
+
+// Config configures a coordinator. DefaultConfig returns one with every
+// default filled in; New fills in any field left at its zero value the same
+// way, so a literal Config works too (except LAN, whose zero is local
+// timings).
 type Config struct {
-	// Name is the coordinator's cluster name. Default "coordinator-" plus
-	// the host name.
+	// Name is the coordinator's cluster name. Default (and zero):
+	// "coordinator-" plus the host name, derived by New.
 	Name string
-	// GRPCAddr is the gRPC listen address for coordctl. Default
-	// "127.0.0.1:7000"; port 0 picks a free port.
+	// GRPCAddr is the gRPC listen address for coordctl, host:port; port 0
+	// picks a free port. Default DefaultGRPCAddr ("127.0.0.1:7000"); zero
+	// means the default.
 	GRPCAddr string
-	// GossipAddr is the memberlist bind address. Default "0.0.0.0:7946".
+	// GossipAddr is the memberlist bind address, host:port (TCP and UDP);
+	// port 0 picks a free port. Default cluster.DefaultBindAddr
+	// ("0.0.0.0:7946"); zero means the default.
 	GossipAddr string
-	// Join lists gossip addresses of members to join (optional: agents may
-	// join the coordinator instead).
+	// Join lists gossip addresses (host:port) of members to join. Default
+	// (and zero): none, agents join the coordinator instead.
 	Join []string
-	// LAN selects memberlist's LAN timings (default: local timings).
+	// LAN selects memberlist's LAN timings. Default true; false (the zero
+	// value) selects its local timings (faster failure detection, for one
+	// host and tests).
 	LAN bool
 	// StartDelay is how far in the future the start instant is placed once
-	// every agent is ready, on top of the largest agent RTT. Default 100 ms.
+	// every agent is ready, on top of the largest agent RTT. Default
+	// 100 ms; zero or negative means the default.
 	StartDelay time.Duration
 	// PrepareTimeout bounds the wait for every agent to be ready (all
-	// connections open). Default 30 s.
+	// connections open). Default 30 s; zero or negative means the default.
 	PrepareTimeout time.Duration
-	// ClockSamples is the number of clock samples per agent. Default 8.
+	// ClockSamples is the number of clock samples taken per agent. Default
+	// 8; zero or negative means the default.
 	ClockSamples int
-	// Logger is the coordinator's logger. Default slog.Default().
+	// Security sets the credentials of the gRPC server (for coordctl) and
+	// of the dials to agents. Default (and zero): insecure.
+	Security security.Config
+	// Logger is the coordinator's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
+}
+
+// DefaultConfig returns the coordinator's defaults, the ones its flags
+// show: gRPC on DefaultGRPCAddr, gossip on cluster.DefaultBindAddr with
+// LAN timings, start delay 100 ms, prepare timeout 30 s, 8 clock samples,
+// insecure gRPC, slog.Default(). Name is left empty (New derives it).
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:       DefaultGRPCAddr,
+		GossipAddr:     cluster.DefaultBindAddr,
+		LAN:            true,
+		StartDelay:     100 * time.Millisecond,
+		PrepareTimeout: 30 * time.Second,
+		ClockSamples:   8,
+		Logger:         slog.Default(),
+	}
 }
 
 // Coordinator is a running coordinator daemon.
@@ -60,6 +94,8 @@ type Coordinator struct {
 	cluster *cluster.Cluster
 	log     *slog.Logger
 
+	dialCreds grpc.DialOption // credentials of the dials to agents
+
 	mu     sync.Mutex            // guards busy and active
 	busy   map[string]bool       // agents in a run of this coordinator, by name
 	active map[string]*activeRun // runs in progress, by run ID (for StopRun)
@@ -68,30 +104,42 @@ type Coordinator struct {
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
 // peer.
 func New(cfg Config) (*Coordinator, error) {
+	def := DefaultConfig()
 	if cfg.GRPCAddr == "" {
-		cfg.GRPCAddr = "127.0.0.1:7000"
+		cfg.GRPCAddr = def.GRPCAddr
+	}
+	if cfg.GossipAddr == "" {
+		cfg.GossipAddr = def.GossipAddr
 	}
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
 		cfg.Name = "coordinator-" + host
 	}
 	if cfg.StartDelay <= 0 {
-		cfg.StartDelay = 100 * time.Millisecond
+		cfg.StartDelay = def.StartDelay
 	}
 	if cfg.PrepareTimeout <= 0 {
-		cfg.PrepareTimeout = 30 * time.Second
+		cfg.PrepareTimeout = def.PrepareTimeout
 	}
 	if cfg.ClockSamples <= 0 {
-		cfg.ClockSamples = 8
+		cfg.ClockSamples = def.ClockSamples
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = def.Logger
+	}
+	serverCreds, err := cfg.Security.ServerOption()
+	if err != nil {
+		return nil, err
+	}
+	dialCreds, err := cfg.Security.DialOption()
+	if err != nil {
+		return nil, err
 	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
-	c := &Coordinator{cfg: cfg, lis: lis, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
+	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		Meta: func() *pb.NodeMeta {
@@ -102,7 +150,7 @@ func New(cfg Config) (*Coordinator, error) {
 		lis.Close()
 		return nil, err
 	}
-	c.grpc = grpc.NewServer()
+	c.grpc = grpc.NewServer(serverCreds)
 	pb.RegisterCoordinatorServiceServer(c.grpc, &service{c: c})
 	return c, nil
 }

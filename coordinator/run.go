@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -389,7 +388,7 @@ func (c *Coordinator) releaseAgents(agents []*pb.NodeMeta) {
 func (c *Coordinator) prepare(ctx, prepCtx context.Context, r *agentRun) error {
 	name := r.meta.GetName()
 	conn, err := grpc.NewClient(r.meta.GetGrpcAddr(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		c.dialCreds,
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 2 * time.Second}),
 	)
 	if err != nil {

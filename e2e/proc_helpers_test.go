@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/phalanxload/phalanx/internal/security"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -435,7 +435,11 @@ func (c *procCluster) agentsIdle(ctx context.Context, names ...string) error {
 
 // listAgents calls the coordinator's ListAgents over gRPC.
 func listAgents(ctx context.Context, addr string) ([]*pb.NodeMeta, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := security.Config{}.DialOption()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, err
 	}

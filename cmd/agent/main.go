@@ -28,8 +28,8 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
+	cfg := agent.DefaultConfig()
 	var (
-		cfg       agent.Config
 		cpus      string
 		local     bool
 		logLevel  string
@@ -81,14 +81,14 @@ func newCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address HOST:PORT (the coordinator connects here)")
-	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", "", "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")
-	f.StringVar(&cfg.GossipAddr, "gossip-addr", "0.0.0.0:7946", "memberlist gossip address HOST:PORT (TCP and UDP)")
-	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers, then rejoined whenever one is not a live member, e.g. a restarted coordinator)")
-	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cluster.DefaultRejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
-	f.StringVar(&cfg.Name, "name", "", "unique agent name (default: host name and gRPC port)")
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT (the coordinator connects here)")
+	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")
+	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (TCP and UDP)")
+	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers, then rejoined whenever one is not a live member, e.g. a restarted coordinator)")
+	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cfg.RejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
+	f.StringVar(&cfg.Name, "name", cfg.Name, "unique agent name (default: host name and gRPC port)")
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
-	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")
+	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd

@@ -7,15 +7,19 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/phalanxload/phalanx/internal/security"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
 // dial returns a client of the coordinator at addr. The connection is lazy;
 // errors surface on the first call.
 func dial(addr string) (pb.CoordinatorServiceClient, func(), error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := security.Config{}.DialOption()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinator address %q: %w", addr, err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/phalanxload/phalanx/coordinator"
 )
 
 // CoordinatorEnv names the environment variable that sets the default
@@ -165,7 +167,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	def := os.Getenv(CoordinatorEnv)
 	if def == "" {
-		def = "127.0.0.1:7000"
+		def = coordinator.DefaultConfig().GRPCAddr
 	}
 	root.PersistentFlags().StringVar(&coordAddr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
 	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd(), newTargetCmd())

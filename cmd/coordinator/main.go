@@ -23,8 +23,8 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
+	cfg := coordinator.DefaultConfig()
 	var (
-		cfg      coordinator.Config
 		local    bool
 		logLevel string
 	)
@@ -51,11 +51,11 @@ func newCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:7000", "gRPC listen address HOST:PORT for coordctl")
-	f.StringVar(&cfg.GossipAddr, "gossip-addr", "0.0.0.0:7946", "memberlist gossip address HOST:PORT (agents --join this)")
-	f.StringSliceVar(&cfg.Join, "join", nil, "gossip addresses of cluster members to join, HOST:PORT[,...]")
-	f.StringVar(&cfg.Name, "name", "", "cluster name (default: coordinator-HOSTNAME)")
-	f.BoolVar(&local, "local", false, "use memberlist's local-network timings (faster failure detection, for one host)")
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT for coordctl")
+	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (agents --join this)")
+	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...]")
+	f.StringVar(&cfg.Name, "name", cfg.Name, "cluster name (default: coordinator-HOSTNAME)")
+	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }

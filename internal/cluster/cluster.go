@@ -26,7 +26,7 @@ type Config struct {
 	// Name is the member's unique name in the cluster. Required.
 	Name string
 	// BindAddr is the gossip host:port (TCP and UDP). Port 0 picks a free
-	// port. Default "0.0.0.0:7946" (memberlist's default port).
+	// port. Default (and zero) DefaultBindAddr.
 	BindAddr string
 	// Meta returns the member's current meta; it is called by memberlist
 	// whenever it gossips this node and must not block. Required.
@@ -43,6 +43,10 @@ type Config struct {
 	// DefaultRejoinInterval.
 	RejoinInterval time.Duration
 }
+
+// DefaultBindAddr is Config.BindAddr's default: every address, on
+// memberlist's default port.
+const DefaultBindAddr = "0.0.0.0:7946"
 
 // DefaultRejoinInterval is Config.RejoinInterval's default.
 const DefaultRejoinInterval = 5 * time.Second
@@ -93,7 +97,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: meta is required")
 	}
 	if cfg.BindAddr == "" {
-		cfg.BindAddr = "0.0.0.0:7946"
+		cfg.BindAddr = DefaultBindAddr
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
