@@ -12,13 +12,20 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
 FUZZTIME ?= 10s
 
+# Version stamped into the binaries by `make build` (internal/version);
+# override with `make build VERSION=v1.2.3`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/phalanxload/phalanx/internal/version.Version=$(VERSION) \
+	-X github.com/phalanxload/phalanx/internal/version.Commit=$(COMMIT)
+
 .PHONY: help build test test-cases test-netns test-short fuzz demo proto tools lint check bench bench-profile bench-memory clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## build agent, coordinator and coordctl into ./bin
-	go build -o $(BIN)/ ./cmd/agent ./cmd/coordinator ./cmd/coordctl
+build: ## build agent, coordinator and coordctl into ./bin, stamped with VERSION and COMMIT
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent ./cmd/coordinator ./cmd/coordctl
 
 test: ## run every test with the race detector (NGINX e2e tests need nginx installed)
 	go test -race -count=1 ./...

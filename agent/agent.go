@@ -22,12 +22,10 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/engine"
 	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
-
-// Version is advertised in the node meta.
-var Version = "dev"
 
 // ClockShiftEnv names a test-only environment variable: a Go duration added
 // to the agent's wall clock (e.g. "200s"), to prove that results do not
@@ -238,7 +236,7 @@ func (a *Agent) meta() *pb.NodeMeta {
 	defer a.mu.Unlock()
 	return &pb.NodeMeta{
 		Role: pb.Role_ROLE_AGENT, Name: a.cfg.Name, GrpcAddr: a.cfg.AdvertiseAddr,
-		Cpus: int32(a.cfg.CPUs), Version: Version, State: a.state,
+		Cpus: int32(a.cfg.CPUs), Version: version.Version, State: a.state,
 	}
 }
 

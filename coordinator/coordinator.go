@@ -19,12 +19,10 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
-
-// Version is advertised in the node meta.
-var Version = "dev"
 
 // DefaultGRPCAddr is the coordinator's default gRPC listen address, the
 // one coordctl dials by default.
@@ -143,7 +141,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		Meta: func() *pb.NodeMeta {
-			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: Version}
+			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: version.Version}
 		},
 	})
 	if err != nil {

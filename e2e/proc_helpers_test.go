@@ -64,6 +64,14 @@ func procBinary(t testing.TB, name string) string {
 	return filepath.Join(procBinDir, name)
 }
 
+// The version and commit the test binaries are stamped with (make build
+// stamps git's), which --version and coordctl agents must show.
+const (
+	versionPkg  = "github.com/phalanxload/phalanx/internal/version"
+	procVersion = "v0.0.0-e2e"
+	procCommit  = "0123456789abcdef0123456789abcdef01234567"
+)
+
 // procBuild builds ./cmd/{agent,coordinator,coordctl} of the module root
 // ("..", the tests run in /e2e) into a fresh directory.
 func procBuild() (string, error) {
@@ -86,7 +94,8 @@ func procBuild() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	args := []string{"build", "-o", dir + string(filepath.Separator),
+		"-ldflags", "-X " + versionPkg + ".Version=" + procVersion + " -X " + versionPkg + ".Commit=" + procCommit}
 	if os.Getenv(procRaceEnv) == "1" {
 		args = append(args, "-race")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/cpuset"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/version"
 )
 
 func main() {
@@ -41,6 +42,7 @@ func newCommand() *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
@@ -80,6 +82,7 @@ func newCommand() *cobra.Command {
 			return a.Run(ctx)
 		},
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	f := cmd.Flags()
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT (the coordinator connects here)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/coordinator"
+	"github.com/phalanxload/phalanx/internal/version"
 )
 
 // CoordinatorEnv names the environment variable that sets the default
@@ -156,7 +157,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run distributed HTTPS load tests on a Phalanx cluster",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/version"
 )
 
 func main() {
@@ -34,6 +35,7 @@ func newCommand() *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
@@ -50,6 +52,7 @@ func newCommand() *cobra.Command {
 			return c.Run(ctx)
 		},
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	f := cmd.Flags()
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT for coordctl")
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (agents --join this)")

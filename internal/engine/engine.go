@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/version"
 )
 
-// Version is sent in the User-Agent header ("phalanx/" + Version).
-var Version = "dev"
+// Version is sent in the User-Agent header ("phalanx/" + Version): the
+// build's version.Version.
+var Version = version.Version
 
 // Config configures an Engine.
 type Config struct {
