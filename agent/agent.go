@@ -119,6 +119,10 @@ type Agent struct {
 	// goroutine of Run pushes the new meta, since memberlist's UpdateNode
 	// blocks until the broadcast goes out and must stay off the run path.
 	gossipState chan struct{}
+
+	// watchers owns the Run streams' watchers (runShare), which end with
+	// their stream; Run joins them once the gRPC server has stopped.
+	watchers sync.WaitGroup
 }
 
 // service implements the Agent gRPC service for an Agent.
@@ -283,6 +287,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Warn("leave", "err", err)
 		}
 		stopGRPC(a.grpc, 2*time.Second)
+		a.watchers.Wait() // every stream has ended with the server
 		return nil
 	})
 	started := []any{"grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "workers", a.cfg.CPUs}
@@ -296,7 +301,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// stopGRPC stops gracefully, forcing after d.
+// stopGRPC stops gracefully, forcing after d. It returns once every
+// handler has returned (GracefulStop returns then, also after Stop).
 func stopGRPC(s *grpc.Server, d time.Duration) {
 	done := make(chan struct{})
 	go func() { s.GracefulStop(); close(done) }()
@@ -304,6 +310,7 @@ func stopGRPC(s *grpc.Server, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 		s.Stop()
+		<-done
 	}
 }
 
@@ -392,10 +399,12 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	// Watch the stream while the share runs. Its end is the shutdown: the
 	// load stops at once and nothing more is sent. A Stop ends the window
 	// early: the engine stops issuing, drains, and Run returns as usual, so
-	// the last intervals and Done still go out.
+	// the last intervals and Done still go out. The watcher's Recv returns
+	// only when the stream ends, after this handler: the agent owns it
+	// (Run joins it), not the handler.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
+	a.watchers.Go(func() {
 		for {
 			msg, err := stream.Recv()
 			if err != nil {
@@ -407,7 +416,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 				eng.EndWindow()
 			}
 		}
-	}()
+	})
 
 	a.setState(pb.AgentState_AGENT_STATE_RUNNING)
 	startAt := time.Unix(0, start.GetStartAtUnixNano())

@@ -187,6 +187,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case <-done:
 		case <-time.After(2 * time.Second):
 			c.grpc.Stop()
+			<-done // GracefulStop returns once the handlers have
 		}
 		return nil
 	})

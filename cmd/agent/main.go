@@ -5,14 +5,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // profiles behind --pprof-addr
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/phalanxload/phalanx/agent"
 	"github.com/phalanxload/phalanx/internal/cluster"
@@ -63,23 +67,48 @@ func newCommand() *cobra.Command {
 			}
 			cfg.LAN = !local
 			cfg.Logger = log
+			var pprof *http.Server
+			var pprofLis net.Listener
 			if pprofAddr != "" {
 				// Profiles of the running agent (README, Performance):
 				// go tool pprof http://ADDR/debug/pprof/profile?seconds=10
-				lis, err := net.Listen("tcp", pprofAddr)
-				if err != nil {
+				if pprofLis, err = net.Listen("tcp", pprofAddr); err != nil {
 					return fmt.Errorf("--pprof-addr: %w", err)
 				}
-				go func() { _ = http.Serve(lis, nil) }()
-				log.Info("pprof listening", "addr", lis.Addr().String())
+				pprof = &http.Server{Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+				log.Info("pprof listening", "addr", pprofLis.Addr().String())
 			}
 			a, err := agent.New(cfg)
 			if err != nil {
+				if pprofLis != nil {
+					pprofLis.Close()
+				}
 				return err
 			}
 			ctx, stop := daemon.SignalContext()
 			defer stop()
-			return a.Run(ctx)
+			if pprof == nil {
+				return a.Run(ctx)
+			}
+			// The agent and the pprof server end together.
+			ctx, cancel := context.WithCancel(ctx)
+			g := new(errgroup.Group)
+			g.Go(func() error {
+				defer cancel()
+				return a.Run(ctx)
+			})
+			g.Go(func() error {
+				if err := pprof.Serve(pprofLis); !errors.Is(err, http.ErrServerClosed) {
+					log.Warn("pprof server", "err", err)
+				}
+				return nil
+			})
+			g.Go(func() error {
+				<-ctx.Done()
+				_ = pprof.Close()
+				return nil
+			})
+			return g.Wait()
 		},
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")

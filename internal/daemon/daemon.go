@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -20,17 +21,39 @@ func Logger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
+// exit is os.Exit; tests replace it.
+var exit = os.Exit
+
 // SignalContext returns a context canceled by the first SIGINT or SIGTERM;
-// a second one exits the process with status 130.
+// a second one exits the process with status 130. The returned stop stops
+// handling signals (their default action applies again), cancels the
+// context and waits for the goroutine that watches them; it is idempotent.
 func SignalContext() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-ch
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
 		cancel()
-		<-ch
-		os.Exit(130)
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
+		select {
+		case <-ch:
+			exit(130)
+		case <-done:
+		}
+	})
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			wg.Wait()
+			cancel()
+		})
+	}
 }
