@@ -469,7 +469,7 @@ func measureClock(ctx context.Context, client pb.AgentServiceClient, n int) (off
 func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs []*agentRun, m *merger) (*pb.RunResult, error) {
 	res := &pb.RunResult{
 		RunId:             runID,
-		Plan:              wire.PlanToProto(p),
+		Plan:              wire.PlanToProto(plan.Redacted(p)), // no secret in what is kept
 		StartedAtUnixNano: startAt.UnixNano(),
 		Window:            durationpb.New(p.Duration),
 		Counters:          &pb.Counters{},

@@ -1,0 +1,50 @@
+package plan
+
+import (
+	"net/http"
+	"slices"
+)
+
+// RedactedValue replaces the value of a secret header in Redacted's copy.
+const RedactedValue = "[redacted]"
+
+// secretHeaders are the header fields whose values are credentials (RFC
+// 9110 section 11.6.2 Authorization, 11.7.2 Proxy-Authorization; RFC 6265
+// Cookie), in canonical form.
+var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true}
+
+// Redacted returns a copy of p with every secret removed, for what outlives
+// the run or leaves the process other than towards the agents: results,
+// logs and errors. The client certificate and key (TLS.CertPEM, KeyPEM)
+// are dropped, and the values of the credential headers (Authorization,
+// Proxy-Authorization, Cookie; the plan's and the mix's) become
+// RedactedValue. A secret field added to the plan must be cleared here.
+// p is not modified.
+func Redacted(p Plan) Plan {
+	p.TLS.CertPEM, p.TLS.KeyPEM = nil, nil
+	p.Headers = redactHeaders(p.Headers)
+	if len(p.Mix) > 0 {
+		p.Mix = slices.Clone(p.Mix)
+		for i := range p.Mix {
+			p.Mix[i].Headers = redactHeaders(p.Mix[i].Headers)
+		}
+	}
+	return p
+}
+
+// redactHeaders returns hs, copied with the secret values replaced when it
+// holds any.
+func redactHeaders(hs []Header) []Header {
+	if !slices.ContainsFunc(hs, isSecret) {
+		return hs
+	}
+	out := slices.Clone(hs)
+	for i := range out {
+		if isSecret(out[i]) {
+			out[i].Value = RedactedValue
+		}
+	}
+	return out
+}
+
+func isSecret(h Header) bool { return secretHeaders[http.CanonicalHeaderKey(h.Name)] }

@@ -1,0 +1,43 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestRedacted(t *testing.T) {
+	p := Plan{
+		URL:     "https://127.0.0.1:8443/",
+		Headers: []Header{{"authorization", "Bearer s3cret"}, {"Accept", "*/*"}},
+		TLS:     TLS{CAPEM: []byte("ca"), CertPEM: []byte("cert"), KeyPEM: []byte("key"), ServerName: "x"},
+		Mix: []Request{
+			{URL: "https://127.0.0.1:8443/a", Headers: []Header{{"Cookie", "id=1"}}},
+			{URL: "https://127.0.0.1:8443/b", Headers: []Header{{"Proxy-Authorization", "Basic x"}, {"X-Y", "z"}}},
+		},
+	}
+	orig := Plan{
+		URL:     p.URL,
+		Headers: slicesCloneHeaders(p.Headers),
+		TLS:     p.TLS,
+		Mix:     []Request{{URL: p.Mix[0].URL, Headers: slicesCloneHeaders(p.Mix[0].Headers)}, {URL: p.Mix[1].URL, Headers: slicesCloneHeaders(p.Mix[1].Headers)}},
+	}
+	r := Redacted(p)
+	if r.TLS.CertPEM != nil || r.TLS.KeyPEM != nil {
+		t.Errorf("client certificate or key kept: %q %q", r.TLS.CertPEM, r.TLS.KeyPEM)
+	}
+	if string(r.TLS.CAPEM) != "ca" || r.TLS.ServerName != "x" {
+		t.Errorf("non-secret TLS fields changed: %+v", r.TLS)
+	}
+	want := []Header{{"authorization", RedactedValue}, {"Accept", "*/*"}}
+	if !reflect.DeepEqual(r.Headers, want) {
+		t.Errorf("headers %v, want %v", r.Headers, want)
+	}
+	if r.Mix[0].Headers[0].Value != RedactedValue || r.Mix[1].Headers[0].Value != RedactedValue || r.Mix[1].Headers[1].Value != "z" {
+		t.Errorf("mix headers %v, %v", r.Mix[0].Headers, r.Mix[1].Headers)
+	}
+	if !reflect.DeepEqual(p, orig) {
+		t.Errorf("Redacted modified its argument:\n got %+v\nwant %+v", p, orig)
+	}
+}
+
+func slicesCloneHeaders(h []Header) []Header { return append([]Header(nil), h...) }
