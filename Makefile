@@ -42,6 +42,7 @@ test-short: ## run the tests without the race detector
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 	go test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine
 	go test -run '^$$' -fuzz '^FuzzParseMix$$' -fuzztime $(FUZZTIME) ./internal/plan
+	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/plan
 
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo

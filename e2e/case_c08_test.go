@@ -89,7 +89,7 @@ func TestCaseC08CoordinatedOmission(t *testing.T) {
 	t.Run("a_open_loop", func(t *testing.T) {
 		srv, held, lastHeld := start(t)
 		p := plan.Plan{
-			URL: srv.URL("/"), Rate: 100, Duration: window, Connections: 10, MaxConnections: 400,
+			URL: srv.URL("/"), Load: plan.OpenLoop, Rate: 100, Duration: window, Connections: 10, MaxConnections: 400,
 			Timeout: 5 * time.Second, TLS: c15TLS(),
 		}
 		probe := c15StartProbe(t, time.Millisecond)

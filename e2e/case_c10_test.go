@@ -151,7 +151,7 @@ func TestCaseC10TimeoutAccounting(t *testing.T) {
 			}
 		})
 		run := runCase(t, plan.Plan{
-			URL: srv.URL("/"), Rate: 300, Connections: 64, Duration: 6 * time.Second, Timeout: time.Second,
+			URL: srv.URL("/"), Load: plan.OpenLoop, Rate: 300, Connections: 64, Duration: 6 * time.Second, Timeout: time.Second,
 		}, 1, 1)
 		r := run.Report
 		scheduled := int64(300 * 6)

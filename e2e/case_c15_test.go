@@ -52,7 +52,7 @@ func TestCaseC15GlobalRate(t *testing.T) {
 		t.Helper()
 		srv := c15StartTarget(t, func(string, time.Time, time.Time) time.Duration { return time.Millisecond })
 		p := plan.Plan{
-			URL: srv.URL("/"), Rate: rate, Connections: conns, Duration: window,
+			URL: srv.URL("/"), Load: plan.OpenLoop, Rate: rate, Connections: conns, Duration: window,
 			// c is the connections opened before the start. The run may
 			// add a few when every connection is busy: on a loaded machine
 			// one connection cannot always turn a 1 ms response around

@@ -44,7 +44,7 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 		watch := startSchedWatch()
 		t.Cleanup(watch.stop)
 		run := runCase(t, plan.Plan{
-			URL: srv.URL("/"), Connections: 128, Rate: 500, Requests: total, Timeout: 10 * time.Second,
+			URL: srv.URL("/"), Connections: 128, Load: plan.OpenLoop, Rate: 500, Requests: total, Timeout: 10 * time.Second,
 		}, 2, 1)
 		watch.stop()
 		r := run.Report

@@ -50,7 +50,7 @@ func TestCaseC19ClockSkew(t *testing.T) {
 		}
 		srv := c15StartTarget(t, func(string, time.Time, time.Time) time.Duration { return time.Millisecond })
 		p := plan.Plan{
-			URL: srv.URL("/"), Rate: int64(rate), Connections: 20, Duration: window,
+			URL: srv.URL("/"), Load: plan.OpenLoop, Rate: int64(rate), Connections: 20, Duration: window,
 			TLS: c15TLS(),
 		}
 		probe := c15StartProbe(t, time.Millisecond)

@@ -86,7 +86,7 @@ func TestCaseC23PhaseTimings(t *testing.T) {
 		t.Cleanup(ts.Close)
 
 		run := runCase(t, plan.Plan{
-			URL: ts.URL + "/", Connections: 2, HTTP2: true, MaxStreams: 5, Requests: total,
+			URL: ts.URL + "/", Connections: 2, Protocol: plan.H2, MaxStreams: 5, Requests: total,
 		}, 1, 2)
 		r := run.Report
 		t.Logf("completed %d, errors %v, connections opened %d (server saw %d), max streams %d (server saw %d at once), ALPN %v; connect %+v; tls %+v; ttfb %+v",

@@ -59,7 +59,7 @@ func TestCaseC24HTTP2GracefulGoaway(t *testing.T) {
 	run := func(t *testing.T, mode c24Mode, post bool, d time.Duration) (*c24Server, *report.Report) {
 		srv := startC24Server(t, mode, every)
 		p := plan.Plan{
-			URL: srv.raw.URL("/"), HTTP2: true, MaxStreams: 10, Connections: conns,
+			URL: srv.raw.URL("/"), Protocol: plan.H2, MaxStreams: 10, Connections: conns,
 			Duration: d, Timeout: 2 * time.Second,
 			// X25519 only: the hybrid ML-KEM key share is pure Go and several
 			// times slower under the race detector; the group is not under test.
@@ -199,7 +199,7 @@ func TestCaseC24HTTP2StreamTimeoutKeepsConnection(t *testing.T) {
 	const n, every = 1000, 100
 	srv := startC24Server(t, c24Stall, every)
 	out := runCase(t, plan.Plan{
-		URL: srv.raw.URL("/"), HTTP2: true, MaxStreams: 10, Connections: 1, Requests: n,
+		URL: srv.raw.URL("/"), Protocol: plan.H2, MaxStreams: 10, Connections: 1, Requests: n,
 		Timeout: 300 * time.Millisecond, TLS: plan.TLS{Curves: []string{"X25519"}},
 	}, 1, 1)
 	srv.waitIdle(t)

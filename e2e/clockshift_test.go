@@ -33,7 +33,7 @@ func TestClockShiftDoesNotChangeResults(t *testing.T) {
 		t.Helper()
 		srv := c15StartTarget(t, func(string, time.Time, time.Time) time.Duration { return time.Millisecond })
 		p := plan.Plan{
-			URL: srv.URL("/"), Rate: rate, Connections: 10, Duration: window,
+			URL: srv.URL("/"), Load: plan.OpenLoop, Rate: rate, Connections: 10, Duration: window,
 			TLS: c15TLS(),
 		}
 		probe := c15StartProbe(t, time.Millisecond)

@@ -73,7 +73,7 @@ func TestNginxShortConnectionsResumeMatchLog(t *testing.T) {
 func TestNginxHTTP2StreamsMatchLog(t *testing.T) {
 	srv := nginxtest.Start(t, nginxtest.Options{HTTP2: true})
 	out := runCase(t, plan.Plan{
-		URL: srv.URL(), HTTP2: true, MaxStreams: 10, Connections: 4, Duration: 2 * time.Second,
+		URL: srv.URL(), Protocol: plan.H2, MaxStreams: 10, Connections: 4, Duration: 2 * time.Second,
 		TLS: plan.TLS{CAPEM: srv.CAPEM(), Curves: []string{"X25519"}},
 	}, 2, 2)
 	rep := out.Report

@@ -193,7 +193,12 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	override("warmup", func() { p.Warmup = time.Duration(f.warmup) })
 	override("interval", func() { p.Interval = time.Duration(f.interval) })
 	override("no-keepalive", func() { p.NoKeepAlive = f.noKeepAlive })
-	override("http2", func() { p.HTTP2 = f.http2 })
+	override("http2", func() {
+		p.Protocol = plan.H1
+		if f.http2 {
+			p.Protocol = plan.H2
+		}
+	})
 	override("max-streams", func() { p.MaxStreams = f.maxStreams })
 	override("connect-to", func() { p.ConnectTo = f.connectTo })
 	override("resolver", func() { p.Resolver = f.resolver })
@@ -205,6 +210,8 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	override("curves", func() { p.TLS.Curves = f.curves })
 	override("sni", func() { p.TLS.ServerName = f.sni })
 	override("alpn", func() { p.TLS.ALPN = f.alpn })
+	// The load model follows the fields set, as in a plan file.
+	p.Load = plan.LoadFor(p.Rate, p.Stages)
 	// Count mode from the command line without -d: the count alone ends
 	// the run.
 	if !fromFile && p.Requests > 0 && !set("duration") {
@@ -257,10 +264,11 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 		return p, &usageError{fmt.Errorf("-c/--connections %d: want at least 1", f.connections)}
 	}
 	p.SetDefaults()
-	if err := p.Validate(); err != nil {
+	t, err := p.Check()
+	if err != nil {
 		return p, &usageError{flagErrors(cmd, file, err)}
 	}
-	if err := tlsOnly(cmd, file, &p); err != nil {
+	if err := tlsOnly(cmd, file, &p, t); err != nil {
 		return p, &usageError{err}
 	}
 	return p, nil
@@ -329,11 +337,10 @@ func prefixEach(name string, err error) error {
 }
 
 // tlsOnly rejects TLS options, which do nothing, with an http:// URL of a
-// valid plan p. The option is named by its flag if one set it, else by its
-// plan field.
-func tlsOnly(cmd *cobra.Command, file string, p *plan.Plan) error {
-	t, err := plan.ParseTarget(p.URL)
-	if err != nil || t.TLS {
+// valid plan p with target t. The option is named by its flag if one set
+// it, else by its plan field.
+func tlsOnly(cmd *cobra.Command, file string, p *plan.Plan, t plan.Target) error {
+	if t.TLS {
 		return nil
 	}
 	for _, o := range []struct {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // conn is one HTTP/1.1 connection slot: a goroutine that keeps one
@@ -245,7 +247,7 @@ func (e *Engine) watch(w *worker) {
 // schedule, up to its cap. The new slot dials when it takes its first
 // ticket, so its connect is part of that request's latency.
 func (e *Engine) grow(w *worker) {
-	if e.plan.HTTP2 {
+	if e.plan.Protocol == plan.H2 {
 		return
 	}
 	for {

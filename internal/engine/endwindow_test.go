@@ -129,7 +129,7 @@ func TestEndWindowClosedLoop(t *testing.T) {
 // neither sent nor missed.
 func TestEndWindowOpenLoop(t *testing.T) {
 	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {})
-	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Rate: 200, Duration: 10 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 4)
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Load: plan.OpenLoop, Rate: 200, Duration: 10 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 4)
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,8 @@ func (w *worker) take() bool {
 // per connection). It opens no connection.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	p := cfg.Share.Plan
-	if err := p.Validate(); err != nil {
+	t, err := p.Check()
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Share.Connections < 1 {
@@ -140,13 +141,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	t, err := plan.ParseTarget(p.URL)
-	if err != nil {
-		return nil, fmt.Errorf("target %q: %w", p.URL, err)
-	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
-	if e.entries, e.sched, err = buildEntries(p); err != nil {
+	if e.entries, e.sched, err = buildEntries(p, t); err != nil {
 		return nil, err
 	}
 	if err := checkFileLimit(cfg.Share.Connections); err != nil {
@@ -192,16 +189,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.workers = append(e.workers, w)
 	}
 	e.maxStreams.Store(int32(p.MaxStreams))
-	at := p.Warmup
-	for _, st := range p.Stages {
-		e.stageStarts = append(e.stageStarts, at)
-		at += st.Duration
+	for _, sp := range p.StageSpans() {
+		e.stageStarts = append(e.stageStarts, p.Warmup+sp.Start)
 	}
 	e.stageLate = make([]atomic.Int64, len(e.stageStarts))
 	for i := range slots {
 		w := e.workers[i%cfg.Workers]
 		j := int(w.conns.Add(1) - 1) // the slot's index within its worker
-		if p.HTTP2 {
+		if p.Protocol == plan.H2 {
 			e.h2conns = append(e.h2conns, newH2Conn(e, w, i, j))
 		} else {
 			e.conns = append(e.conns, newConn(e, w, i, j))
@@ -555,7 +550,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}()
 	}
 	for _, w := range e.workers {
-		if w.open && !e.plan.HTTP2 && w.maxConns > w.conns.Load() {
+		if w.open && e.plan.Protocol != plan.H2 && w.maxConns > w.conns.Load() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -692,7 +687,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}
 		res.StageChanges = append(res.StageChanges, at)
 	}
-	if !e.plan.HTTP2 {
+	if e.plan.Protocol != plan.H2 {
 		res.MaxStreams = 0
 	}
 	return res, nil

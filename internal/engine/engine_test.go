@@ -186,7 +186,7 @@ func TestHTTP2Streams(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, HTTP2: true, MaxStreams: 5, Requests: 500, TLS: plan.TLS{CAPEM: ca}}, 2)
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Protocol: plan.H2, MaxStreams: 5, Requests: 500, TLS: plan.TLS{CAPEM: ca}}, 2)
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestHTTP2Streams(t *testing.T) {
 // (the schedule is exact), each interval holding its share.
 func TestOpenLoopRate(t *testing.T) {
 	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {})
-	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Rate: 400, Duration: 2 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 4)
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Load: plan.OpenLoop, Rate: 400, Duration: 2 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 4)
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestOpenLoopRate(t *testing.T) {
 // counted as missed, never silently dropped.
 func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(400 * time.Millisecond) })
-	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Rate: 200, Duration: time.Second, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Load: plan.OpenLoop, Rate: 200, Duration: time.Second, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestOpenLoopGrowsDuringStall(t *testing.T) {
 			time.Sleep(time.Second) // the first two requests stall their connections
 		}
 	})
-	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, MaxConnections: 20, Rate: 100, Duration: 1500 * time.Millisecond, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, MaxConnections: 20, Load: plan.OpenLoop, Rate: 100, Duration: 1500 * time.Millisecond, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}

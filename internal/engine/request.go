@@ -22,8 +22,9 @@ type entry struct {
 // buildEntries serializes the plan's requests and returns the weighted
 // round-robin schedule: entry indexes in smooth weighted round-robin order
 // (nginx's algorithm), so that every connection cycling through it sends
-// each request in exact proportion to its weight.
-func buildEntries(p plan.Plan) ([]entry, []uint16, error) {
+// each request in exact proportion to its weight. base is the plan's parsed
+// target, the one request's when there is no mix.
+func buildEntries(p plan.Plan, base plan.Target) ([]entry, []uint16, error) {
 	reqs := p.Entries()
 	if len(reqs) > 1<<16 {
 		return nil, nil, fmt.Errorf("request mix has %d entries: at most 65536", len(reqs))
@@ -31,13 +32,16 @@ func buildEntries(p plan.Plan) ([]entry, []uint16, error) {
 	var entries []entry
 	total := 0
 	for _, r := range reqs {
-		t, err := plan.ParseTarget(r.URL)
-		if err != nil {
-			return nil, nil, fmt.Errorf("request %s %s: %w", r.Method, r.URL, err)
+		t := base
+		if len(p.Mix) > 0 {
+			var err error
+			if t, err = plan.ParseTarget(r.URL); err != nil {
+				return nil, nil, fmt.Errorf("request %s %s: %w", r.Method, r.URL, err)
+			}
 		}
 		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD"}
 		en.h1 = buildRequest(p, t, r)
-		if p.HTTP2 {
+		if p.Protocol == plan.H2 {
 			en.h2 = buildH2Block(p, t, r)
 		}
 		entries = append(entries, en)

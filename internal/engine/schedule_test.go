@@ -25,7 +25,7 @@ func TestScheduleConstantRate(t *testing.T) {
 // TestScheduleRamp: a ramp from 0 to 100/s over 10 s sends 500 requests,
 // the k-th at sqrt(2k·10/100) s.
 func TestScheduleRamp(t *testing.T) {
-	p := plan.Plan{Stages: []plan.Stage{{Duration: 10 * time.Second, Rate: 100}, {Duration: 5 * time.Second, Rate: 100}}}
+	p := plan.Plan{Load: plan.OpenLoop, Stages: []plan.Stage{{Duration: 10 * time.Second, Rate: 100}, {Duration: 5 * time.Second, Rate: 100}}}
 	s := newSchedule(p, 0, []float64{100, 100})
 	for _, k := range []float64{1, 50, 200, 499.9} {
 		got, _ := s.at(k)

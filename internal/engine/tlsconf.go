@@ -21,7 +21,7 @@ func tlsConfig(p plan.Plan, t plan.Target) (*tls.Config, error) {
 		ServerName:         t.Host,
 		NextProtos:         []string{"http/1.1"},
 	}
-	if p.HTTP2 {
+	if p.Protocol == plan.H2 {
 		c.NextProtos = []string{"h2"}
 	}
 	if len(p.TLS.ALPN) > 0 {

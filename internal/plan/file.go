@@ -113,11 +113,14 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 		URL: f.URL, Method: f.Method, Connections: f.Connections, Duration: time.Duration(f.Duration),
 		Requests: f.Requests, Rate: f.Rate, MaxConnections: f.MaxConnections, Warmup: time.Duration(f.Warmup),
 		Timeout: time.Duration(f.Timeout), Interval: time.Duration(f.Interval), Agents: f.Agents,
-		HTTP2: f.HTTP2, MaxStreams: f.MaxStreams, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
+		MaxStreams: f.MaxStreams, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
 		TLS: TLS{
 			Insecure: f.TLS.Insecure, ServerName: f.TLS.SNI, MinVersion: f.TLS.MinVersion, MaxVersion: f.TLS.MaxVersion,
 			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume,
 		},
+	}
+	if f.HTTP2 {
+		p.Protocol = H2
 	}
 	if f.KeepAlive != nil {
 		p.NoKeepAlive = !*f.KeepAlive
@@ -151,6 +154,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	for _, s := range f.Stages {
 		p.Stages = append(p.Stages, Stage{Duration: time.Duration(s.Duration), Rate: s.Rate, Connections: s.Connections})
 	}
+	p.Load = LoadFor(p.Rate, p.Stages)
 	for i, r := range f.Mix {
 		req := Request{Method: r.Method, URL: r.URL, Weight: r.Weight}
 		if req.Headers, err = parseHeaders(fmt.Sprintf("mix[%d].headers", i), r.Headers); err != nil {

@@ -96,9 +96,9 @@ func TestValidateStages(t *testing.T) {
 		p    Plan
 		want string
 	}{
-		{Plan{URL: "https://x/", Rate: 100, Stages: []Stage{{Duration: 1500 * time.Millisecond, Rate: 200}}}, "stages[0].duration = 1.5s: want a multiple of the interval (1s)"},
-		{Plan{URL: "https://x/", Rate: 100, Stages: []Stage{{Duration: time.Second, Connections: 5}}}, "stages[0].connections = 5: an open-loop plan (rate) ramps rate"},
-		{Plan{URL: "https://x/", Stages: []Stage{{Duration: time.Second, Rate: 5}}, Connections: 2}, ""},
+		{Plan{URL: "https://x/", Load: OpenLoop, Rate: 100, Stages: []Stage{{Duration: 1500 * time.Millisecond, Rate: 200}}}, "stages[0].duration = 1.5s: want a multiple of the interval (1s)"},
+		{Plan{URL: "https://x/", Load: OpenLoop, Rate: 100, Stages: []Stage{{Duration: time.Second, Connections: 5}}}, "stages[0].connections = 5: an open-loop plan (rate) ramps rate"},
+		{Plan{URL: "https://x/", Load: OpenLoop, Stages: []Stage{{Duration: time.Second, Rate: 5}}, Connections: 2}, ""},
 		{Plan{URL: "https://x/", Connections: 2, Stages: []Stage{{Duration: time.Second, Connections: 5}}, Duration: 3 * time.Second}, "duration = 3s: want the stages' total (1s)"},
 		{Plan{URL: "https://x/", Connections: 5, MaxConnections: 10}, "max_connections = 10: only open-loop runs"},
 		{Plan{URL: "https://x/", Rate: -1}, "rate = -1: want a rate above 0 requests/s, or 0 for closed loop"},
@@ -116,4 +116,37 @@ func TestValidateStages(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tc.p, err, tc.want)
 		}
 	}
+}
+
+// FuzzParseFile: the YAML plan parser (plans come from users and, through
+// the coordinator's API, from other machines) never panics, and what it
+// accepts survives SetDefaults and Validate without panicking either.
+func FuzzParseFile(f *testing.F) {
+	for _, s := range []string{
+		"url: https://127.0.0.1:8443/\n",
+		"url: https://x/\nrate: 1000\nconnections: 20\nstages:\n  - duration: 30s\n    rate: 2000\n  - {duration: 60, rate: 2000}\n",
+		"url: https://x/\nhttp2: true\nmax_streams: 10\ntls: {insecure: true, alpn: [h2]}\n",
+		"url: https://x/\nmix:\n  - {method: POST, url: https://x/a, headers: [\"A: b\"], weight: 3}\n",
+		"conections: 3\n",
+		"duration: 1.5\nwarmup: 2s\nkeepalive: false\n",
+		"- a\n",
+		"url: [\n",
+	} {
+		f.Add([]byte(s))
+	}
+	read := func(name string) ([]byte, error) { return []byte("file " + name), nil }
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseFile(data, read)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("ParseFile(%q): empty error", data)
+			}
+			return
+		}
+		if p.Load != LoadFor(p.Rate, p.Stages) {
+			t.Fatalf("ParseFile(%q): load %v, want %v", data, p.Load, LoadFor(p.Rate, p.Stages))
+		}
+		p.SetDefaults()
+		_ = p.Validate()
+	})
 }

@@ -59,9 +59,9 @@ type Plan struct {
 	// NoKeepAlive sends one request per connection: one TCP connect and one
 	// TLS handshake per request (httpress without -k).
 	NoKeepAlive bool
-	// HTTP2 speaks HTTP/2 (ALPN h2) with up to MaxStreams concurrent
-	// streams per connection.
-	HTTP2 bool
+	// Protocol is the HTTP version spoken: H1 (the default) or H2 (ALPN
+	// h2, with up to MaxStreams concurrent streams per connection).
+	Protocol Protocol
 	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection.
 	// Default 1. The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
 	MaxStreams int
@@ -76,19 +76,81 @@ type Plan struct {
 	// must target the URL's scheme, host and port.
 	Mix []Request
 
-	// Rate, when above 0, runs open loop (wrk2's -R): requests are sent on
-	// a schedule at this total rate across the cluster, in requests/s, and
-	// latency runs from each request's intended send time.
+	// Load is the load model: ClosedLoop (the zero value: Connections
+	// each send their next request when the last one ends) or OpenLoop
+	// (sends follow a schedule at Rate). It is chosen explicitly; the YAML
+	// file and coordctl's flags choose it from the fields set (LoadFor).
+	Load Load
+	// Rate is the open-loop target (wrk2's -R): requests are sent on a
+	// schedule at this total rate across the cluster, in requests/s, and
+	// latency runs from each request's intended send time. Zero in closed
+	// loop; in open loop it may be zero only when the first stage ramps
+	// from it.
 	Rate int64
 	// MaxConnections caps the connections an open-loop run may open when
 	// every connection is busy; default Connections (no growth).
 	MaxConnections int
-	// Stages ramp the target linearly, as k6's: rate in open loop,
-	// connections in closed loop, each from the previous stage's target
-	// (the first from Rate or Connections). Their durations add up to the
-	// window (Duration, if set, must equal the sum) and must be multiples
-	// of Interval.
+	// Stages ramp the target linearly, as k6's: Rate in open loop,
+	// Connections in closed loop, each from the previous stage's target
+	// (the first from the plan's Rate or Connections). Their durations add
+	// up to the window (Duration, if set, must equal the sum) and must be
+	// multiples of Interval. StageSpans gives their offsets and targets.
 	Stages []Stage
+}
+
+// Protocol is the HTTP version a plan speaks.
+type Protocol uint8
+
+const (
+	// H1 is HTTP/1.1, over TLS or clear text.
+	H1 Protocol = iota
+	// H2 is HTTP/2 over TLS, negotiated by ALPN h2.
+	H2
+)
+
+// String returns "h1" or "h2" (or "protocol(N)" for an unknown value).
+func (p Protocol) String() string {
+	switch p {
+	case H1:
+		return "h1"
+	case H2:
+		return "h2"
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+// Load is a plan's load model.
+type Load uint8
+
+const (
+	// ClosedLoop keeps a fixed number of connections (ramped by stages),
+	// each sending its next request when the previous one ends.
+	ClosedLoop Load = iota
+	// OpenLoop sends requests on a schedule at a rate (ramped by stages),
+	// opening connections up to MaxConnections when all are busy.
+	OpenLoop
+)
+
+// String returns "closed" or "open" (or "load(N)" for an unknown value).
+func (l Load) String() string {
+	switch l {
+	case ClosedLoop:
+		return "closed"
+	case OpenLoop:
+		return "open"
+	}
+	return fmt.Sprintf("load(%d)", uint8(l))
+}
+
+// LoadFor returns the load model that the user-facing plan forms (the YAML
+// plan file and coordctl's flags, docs/plan.md) select from the fields set:
+// open loop when rate, or the first stage's rate, is above 0; closed loop
+// otherwise. Go callers set Plan.Load directly.
+func LoadFor(rate int64, stages []Stage) Load {
+	if rate > 0 || (len(stages) > 0 && stages[0].Rate > 0) {
+		return OpenLoop
+	}
+	return ClosedLoop
 }
 
 // Stage is one ramp segment of a plan.
@@ -101,20 +163,8 @@ type Stage struct {
 	Connections int
 }
 
-// OpenLoop reports whether the plan is paced by a rate.
-func (p *Plan) OpenLoop() bool { return p.Rate > 0 || (len(p.Stages) > 0 && p.Stages[0].Rate > 0) }
-
-// PeakConnections returns the most connections the plan keeps at once in
-// closed loop (the largest stage target), or Connections.
-func (p *Plan) PeakConnections() int {
-	n := p.Connections
-	if !p.OpenLoop() {
-		for _, s := range p.Stages {
-			n = max(n, s.Connections)
-		}
-	}
-	return n
-}
+// OpenLoop reports whether the plan's load model is OpenLoop.
+func (p *Plan) OpenLoop() bool { return p.Load == OpenLoop }
 
 // Request is one entry of a request mix.
 type Request struct {
@@ -157,7 +207,7 @@ type TLS struct {
 	// P-384, P-521, X25519MLKEM768.
 	Curves []string
 	// ALPN is the list of protocols offered; default http/1.1, or h2 with
-	// HTTP2.
+	// protocol H2.
 	ALPN []string
 	// Resume turns on session resumption (a session cache per worker: TLS
 	// 1.3 tickets, TLS 1.2 tickets). Off by default, so short connections
@@ -222,12 +272,22 @@ func (e *FieldError) Error() string {
 // Validate checks p after SetDefaults. It returns every problem found,
 // joined (errors.Join of *FieldError).
 func (p *Plan) Validate() error {
+	_, err := p.Check()
+	return err
+}
+
+// Check is Validate that also returns the plan's parsed target: the URL is
+// parsed once, here, and callers (the engine, coordctl) use the result
+// instead of parsing it again. The target is the zero Target when the
+// error is not nil.
+func (p *Plan) Check() (Target, error) {
 	var errs []error
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
 	}
-	if _, err := ParseTarget(p.URL); err != nil {
-		bad("url", fmt.Sprintf("%q", p.URL), err.Error())
+	t, terr := ParseTarget(p.URL)
+	if terr != nil {
+		bad("url", fmt.Sprintf("%q", p.URL), terr.Error())
 	}
 	if !validToken(p.Method) {
 		bad("method", fmt.Sprintf("%q", p.Method), "want an HTTP method token such as GET, POST, HEAD")
@@ -255,10 +315,16 @@ func (p *Plan) Validate() error {
 	if p.MaxStreams < 1 || p.MaxStreams > 1<<16 {
 		bad("max_streams", fmt.Sprint(p.MaxStreams), "want 1 to 65536")
 	}
-	if t, err := ParseTarget(p.URL); err == nil && p.HTTP2 && !t.TLS {
-		bad("http2", "true", "HTTP/2 needs an https URL (h2 is negotiated by ALPN)")
+	switch p.Protocol {
+	case H1:
+	case H2:
+		if terr == nil && !t.TLS {
+			bad("http2", "true", "HTTP/2 needs an https URL (h2 is negotiated by ALPN)")
+		}
+	default:
+		bad("protocol", p.Protocol.String(), "want h1 or h2")
 	}
-	if p.MaxStreams > 1 && !p.HTTP2 {
+	if p.MaxStreams > 1 && p.Protocol != H2 {
 		bad("max_streams", fmt.Sprint(p.MaxStreams), "concurrent streams need http2 (--http2)")
 	}
 	for _, hp := range []struct{ field, v string }{{"connect_to", p.ConnectTo}, {"resolver", p.Resolver}} {
@@ -269,9 +335,11 @@ func (p *Plan) Validate() error {
 			bad(hp.field, fmt.Sprintf("%q", hp.v), "want HOST:PORT")
 		}
 	}
-	errs = append(errs, p.validateMix()...)
+	if terr == nil {
+		errs = append(errs, p.validateMix(t)...)
+	}
 	errs = append(errs, p.validateLoad()...)
-	errs = append(errs, p.TLS.validate(p.HTTP2)...)
+	errs = append(errs, p.TLS.validate(p.Protocol == H2)...)
 	if p.Timeout <= 0 {
 		bad("timeout", p.Timeout.String(), "want more than 0, e.g. 2s")
 	}
@@ -287,7 +355,10 @@ func (p *Plan) Validate() error {
 	if p.Agents > 0 && p.Connections >= 1 && p.Agents > p.Connections {
 		bad("agents", fmt.Sprint(p.Agents), fmt.Sprintf("want at most connections (%d): every agent needs a connection", p.Connections))
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return Target{}, errors.Join(errs...)
+	}
+	return t, nil
 }
 
 // Target is a parsed target URL.
@@ -355,15 +426,8 @@ func validToken(s string) bool {
 	return true
 }
 
-// validateMix checks the request mix against the plan's target.
-func (p *Plan) validateMix() []error {
-	if len(p.Mix) == 0 {
-		return nil
-	}
-	base, err := ParseTarget(p.URL)
-	if err != nil {
-		return nil // reported on url
-	}
+// validateMix checks the request mix against the plan's target, base.
+func (p *Plan) validateMix(base Target) []error {
 	var errs []error
 	for i, r := range p.Mix {
 		field := fmt.Sprintf("mix[%d]", i)
@@ -410,8 +474,15 @@ func (p *Plan) validateLoad() []error {
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
 	}
-	if p.Rate < 0 {
+	switch {
+	case p.Rate < 0:
 		bad("rate", fmt.Sprint(p.Rate), "want a rate above 0 requests/s, or 0 for closed loop")
+	case p.Load == ClosedLoop && p.Rate > 0:
+		bad("rate", fmt.Sprint(p.Rate), "a closed-loop plan has no rate: choose open loop to send at a rate")
+	case p.Load == OpenLoop && p.Rate == 0 && (len(p.Stages) == 0 || p.Stages[0].Rate <= 0):
+		bad("rate", "0", "an open-loop plan needs a rate above 0 requests/s (or a first stage that ramps to one)")
+	case p.Load != ClosedLoop && p.Load != OpenLoop:
+		bad("load", p.Load.String(), "want closed or open")
 	}
 	if p.MaxConnections < p.Connections {
 		bad("max_connections", fmt.Sprint(p.MaxConnections), fmt.Sprintf("want at least connections (%d)", p.Connections))

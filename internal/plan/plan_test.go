@@ -97,8 +97,8 @@ func TestShares(t *testing.T) {
 		agents  int
 		workers int
 	}{
-		{Plan{Connections: 750, Rate: 20001, MaxConnections: 1001, Requests: 500_003, Stages: []Stage{{Rate: 7}, {Rate: 99_999}}}, 3, 8},
-		{Plan{Connections: 5, Rate: 3, MaxConnections: 5}, 4, 2},
+		{Plan{Load: OpenLoop, Connections: 750, Rate: 20001, MaxConnections: 1001, Requests: 500_003, Stages: []Stage{{Rate: 7}, {Rate: 99_999}}}, 3, 8},
+		{Plan{Load: OpenLoop, Connections: 5, Rate: 3, MaxConnections: 5}, 4, 2},
 		{Plan{Connections: 16, Stages: []Stage{{Connections: 33}, {Connections: 0}}}, 2, 3},
 	} {
 		shares := Shares("r", tc.p, tc.agents)

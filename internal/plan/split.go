@@ -57,12 +57,8 @@ func Shares(runID string, p Plan, n int) []Share {
 	for i := range out {
 		out[i] = Share{RunID: runID, Plan: p, Index: i, Count: n, Connections: conns[i], Requests: int64(reqs[i]),
 			Rate: int64(rates[i]), MaxConnections: maxConns[i]}
-		for _, s := range p.Stages {
-			target := s.Connections
-			if p.OpenLoop() {
-				target = int(s.Rate)
-			}
-			out[i].StageTargets = append(out[i].StageTargets, int64(Part(target, n, i)))
+		for j := range p.Stages {
+			out[i].StageTargets = append(out[i].StageTargets, int64(Part(int(p.StageTarget(j)), n, i)))
 		}
 	}
 	return out

@@ -260,7 +260,7 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		Missed:                c.GetMissed(),
 	}
 	pl := r.GetPlan()
-	if pl.GetRate() > 0 || (len(pl.GetStages()) > 0 && pl.GetStages()[0].GetRate() > 0) {
+	if pl.GetOpenLoop() != nil {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
 		rep.ServiceTimeUs = service.Summarize()
 	}

@@ -102,7 +102,7 @@ func TestClientBound(t *testing.T) {
 		t.Fatalf("client-bound %v %q", r.ClientBound, r.ClientBoundReasons)
 	}
 	res = result(t)
-	res.Plan.Rate = 500
+	res.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}
 	res.Counters.Missed = 20 // 2 % of 1005 issued
 	if r, _ = FromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
 		t.Fatalf("open loop with 2 %% missed: client-bound %v mode %q basis %q", r.ClientBound, r.Mode, r.LatencyBasis)
@@ -213,7 +213,7 @@ func TestTextHeader(t *testing.T) {
 	}
 	res = result(t)
 	res.Window = durationpb.New(90 * time.Second)
-	res.Plan.Rate = 500
+	res.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}
 	res.Timeline = []*pb.TimelinePoint{{Length: durationpb.New(90 * time.Second), TargetRps: 1357}}
 	empty, _ := hist.New().Encode()
 	res.Stages = []*pb.StageResult{

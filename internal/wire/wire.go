@@ -25,12 +25,11 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 		Requests:       p.Requests,
 		Warmup:         dur(p.Warmup),
 		NoKeepalive:    p.NoKeepAlive,
-		Http2:          p.HTTP2,
+		Protocol:       protocolToProto(p.Protocol),
 		MaxStreams:     int32(p.MaxStreams),
 		ConnectTo:      p.ConnectTo,
 		Resolver:       p.Resolver,
 		Headers:        headersToProto(p.Headers),
-		Rate:           p.Rate,
 		MaxConnections: int64(p.MaxConnections),
 		Tls: &pb.TLSOptions{
 			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
@@ -39,8 +38,17 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume,
 		},
 	}
-	for _, st := range p.Stages {
-		out.Stages = append(out.Stages, &pb.Stage{Duration: dur(st.Duration), Rate: st.Rate, Connections: int64(st.Connections)})
+	var stages []*pb.Stage
+	for i, st := range p.Stages {
+		stages = append(stages, &pb.Stage{Duration: dur(st.Duration), Target: p.StageTarget(i)})
+	}
+	switch p.Load {
+	case plan.OpenLoop:
+		out.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: p.Rate, Stages: stages}}
+	default:
+		if stages != nil {
+			out.Load = &pb.Plan_ClosedLoop{ClosedLoop: &pb.ClosedLoop{Stages: stages}}
+		}
 	}
 	for _, r := range p.Mix {
 		out.Mix = append(out.Mix, &pb.Request{Method: r.Method, Url: r.URL, Headers: headersToProto(r.Headers), Body: r.Body, Weight: int32(r.Weight)})
@@ -78,12 +86,11 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		Requests:       m.GetRequests(),
 		Warmup:         m.GetWarmup().AsDuration(),
 		NoKeepAlive:    m.GetNoKeepalive(),
-		HTTP2:          m.GetHttp2(),
+		Protocol:       protocolFromProto(m.GetProtocol()),
 		MaxStreams:     int(m.GetMaxStreams()),
 		ConnectTo:      m.GetConnectTo(),
 		Resolver:       m.GetResolver(),
 		Headers:        headersFromProto(m.GetHeaders()),
-		Rate:           m.GetRate(),
 		MaxConnections: int(m.GetMaxConnections()),
 		TLS: plan.TLS{
 			Insecure:   m.GetTls().GetInsecure(),
@@ -99,13 +106,45 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 			Resume:     m.GetTls().GetResume(),
 		},
 	}
-	for _, st := range m.GetStages() {
-		p.Stages = append(p.Stages, plan.Stage{Duration: st.GetDuration().AsDuration(), Rate: st.GetRate(), Connections: int(st.GetConnections())})
+	stages := m.GetClosedLoop().GetStages()
+	if ol := m.GetOpenLoop(); ol != nil {
+		p.Load, p.Rate, stages = plan.OpenLoop, ol.GetRate(), ol.GetStages()
+	}
+	for _, st := range stages {
+		s := plan.Stage{Duration: st.GetDuration().AsDuration()}
+		if p.Load == plan.OpenLoop {
+			s.Rate = st.GetTarget()
+		} else {
+			s.Connections = int(st.GetTarget())
+		}
+		p.Stages = append(p.Stages, s)
 	}
 	for _, r := range m.GetMix() {
 		p.Mix = append(p.Mix, plan.Request{Method: r.GetMethod(), URL: r.GetUrl(), Headers: headersFromProto(r.GetHeaders()), Body: r.GetBody(), Weight: int(r.GetWeight())})
 	}
 	return p
+}
+
+func protocolToProto(p plan.Protocol) pb.Protocol {
+	switch p {
+	case plan.H1:
+		return pb.Protocol_PROTOCOL_HTTP1
+	case plan.H2:
+		return pb.Protocol_PROTOCOL_HTTP2
+	}
+	return pb.Protocol(-1) // rejected by the receiver's validation
+}
+
+// protocolFromProto maps unspecified to HTTP/1.1, and a value this build
+// does not know to a plan.Protocol that Validate rejects.
+func protocolFromProto(p pb.Protocol) plan.Protocol {
+	switch p {
+	case pb.Protocol_PROTOCOL_UNSPECIFIED, pb.Protocol_PROTOCOL_HTTP1:
+		return plan.H1
+	case pb.Protocol_PROTOCOL_HTTP2:
+		return plan.H2
+	}
+	return plan.Protocol(255)
 }
 
 // ShareToProto converts a share.

@@ -22,6 +22,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Protocol is the HTTP version a plan speaks.
+type Protocol int32
+
+const (
+	// PROTOCOL_UNSPECIFIED is HTTP/1.1.
+	Protocol_PROTOCOL_UNSPECIFIED Protocol = 0
+	// PROTOCOL_HTTP1 is HTTP/1.1 over TLS or clear text.
+	Protocol_PROTOCOL_HTTP1 Protocol = 1
+	// PROTOCOL_HTTP2 is HTTP/2 over TLS (ALPN h2), with max_streams
+	// concurrent streams per connection.
+	Protocol_PROTOCOL_HTTP2 Protocol = 2
+)
+
+// Enum value maps for Protocol.
+var (
+	Protocol_name = map[int32]string{
+		0: "PROTOCOL_UNSPECIFIED",
+		1: "PROTOCOL_HTTP1",
+		2: "PROTOCOL_HTTP2",
+	}
+	Protocol_value = map[string]int32{
+		"PROTOCOL_UNSPECIFIED": 0,
+		"PROTOCOL_HTTP1":       1,
+		"PROTOCOL_HTTP2":       2,
+	}
+)
+
+func (x Protocol) Enum() *Protocol {
+	p := new(Protocol)
+	*p = x
+	return p
+}
+
+func (x Protocol) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Protocol) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_plan_proto_enumTypes[0].Descriptor()
+}
+
+func (Protocol) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_plan_proto_enumTypes[0]
+}
+
+func (x Protocol) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Protocol.Descriptor instead.
+func (Protocol) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{0}
+}
+
 // Plan is the whole test as submitted to the coordinator. The coordinator
 // validates it (internal/plan) before any agent sees it.
 type Plan struct {
@@ -53,8 +107,6 @@ type Plan struct {
 	Warmup *durationpb.Duration `protobuf:"bytes,12,opt,name=warmup,proto3" json:"warmup,omitempty"`
 	// no_keepalive sends one request per connection.
 	NoKeepalive bool `protobuf:"varint,13,opt,name=no_keepalive,json=noKeepalive,proto3" json:"no_keepalive,omitempty"`
-	// http2 speaks HTTP/2 over TLS (ALPN h2).
-	Http2 bool `protobuf:"varint,14,opt,name=http2,proto3" json:"http2,omitempty"`
 	// max_streams is the concurrent streams per HTTP/2 connection (h2load -m).
 	MaxStreams int32 `protobuf:"varint,15,opt,name=max_streams,json=maxStreams,proto3" json:"max_streams,omitempty"`
 	// connect_to is a host:port dialled instead of the URL's.
@@ -63,15 +115,19 @@ type Plan struct {
 	Resolver string `protobuf:"bytes,17,opt,name=resolver,proto3" json:"resolver,omitempty"`
 	// mix is the request mix; empty means the one request above.
 	Mix []*Request `protobuf:"bytes,18,rep,name=mix,proto3" json:"mix,omitempty"`
-	// rate, when above 0, runs open loop at this total target rate
-	// (requests/s across the cluster, wrk2's -R).
-	Rate int64 `protobuf:"varint,19,opt,name=rate,proto3" json:"rate,omitempty"`
 	// max_connections caps the connections an open-loop run may open
 	// (default: connections).
 	MaxConnections int64 `protobuf:"varint,20,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
-	// stages ramp the target (rate in open loop, connections in closed
-	// loop) linearly from the previous stage's target.
-	Stages        []*Stage `protobuf:"bytes,21,rep,name=stages,proto3" json:"stages,omitempty"`
+	// protocol is the HTTP version spoken; unspecified means HTTP/1.1.
+	Protocol Protocol `protobuf:"varint,22,opt,name=protocol,proto3,enum=phalanx.v1.Protocol" json:"protocol,omitempty"`
+	// load is the load model, chosen explicitly; unset means closed loop
+	// without stages.
+	//
+	// Types that are valid to be assigned to Load:
+	//
+	//	*Plan_ClosedLoop
+	//	*Plan_OpenLoop
+	Load          isPlan_Load `protobuf_oneof:"load"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,13 +253,6 @@ func (x *Plan) GetNoKeepalive() bool {
 	return false
 }
 
-func (x *Plan) GetHttp2() bool {
-	if x != nil {
-		return x.Http2
-	}
-	return false
-}
-
 func (x *Plan) GetMaxStreams() int32 {
 	if x != nil {
 		return x.MaxStreams
@@ -232,13 +281,6 @@ func (x *Plan) GetMix() []*Request {
 	return nil
 }
 
-func (x *Plan) GetRate() int64 {
-	if x != nil {
-		return x.Rate
-	}
-	return 0
-}
-
 func (x *Plan) GetMaxConnections() int64 {
 	if x != nil {
 		return x.MaxConnections
@@ -246,27 +288,174 @@ func (x *Plan) GetMaxConnections() int64 {
 	return 0
 }
 
-func (x *Plan) GetStages() []*Stage {
+func (x *Plan) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *Plan) GetLoad() isPlan_Load {
+	if x != nil {
+		return x.Load
+	}
+	return nil
+}
+
+func (x *Plan) GetClosedLoop() *ClosedLoop {
+	if x != nil {
+		if x, ok := x.Load.(*Plan_ClosedLoop); ok {
+			return x.ClosedLoop
+		}
+	}
+	return nil
+}
+
+func (x *Plan) GetOpenLoop() *OpenLoop {
+	if x != nil {
+		if x, ok := x.Load.(*Plan_OpenLoop); ok {
+			return x.OpenLoop
+		}
+	}
+	return nil
+}
+
+type isPlan_Load interface {
+	isPlan_Load()
+}
+
+type Plan_ClosedLoop struct {
+	ClosedLoop *ClosedLoop `protobuf:"bytes,23,opt,name=closed_loop,json=closedLoop,proto3,oneof"`
+}
+
+type Plan_OpenLoop struct {
+	OpenLoop *OpenLoop `protobuf:"bytes,24,opt,name=open_loop,json=openLoop,proto3,oneof"`
+}
+
+func (*Plan_ClosedLoop) isPlan_Load() {}
+
+func (*Plan_OpenLoop) isPlan_Load() {}
+
+// ClosedLoop keeps connections busy: each sends its next request when the
+// last one ends.
+type ClosedLoop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stages ramp the connection count linearly, from the plan's
+	// connections to each stage's target in turn.
+	Stages        []*Stage `protobuf:"bytes,1,rep,name=stages,proto3" json:"stages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClosedLoop) Reset() {
+	*x = ClosedLoop{}
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClosedLoop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClosedLoop) ProtoMessage() {}
+
+func (x *ClosedLoop) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClosedLoop.ProtoReflect.Descriptor instead.
+func (*ClosedLoop) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ClosedLoop) GetStages() []*Stage {
 	if x != nil {
 		return x.Stages
 	}
 	return nil
 }
 
-// Stage is a duration with a target, ramped linearly from the previous
-// stage's (the first from the plan's rate or connections).
+// OpenLoop sends on a schedule (wrk2's -R); latency runs from each
+// request's intended send time.
+type OpenLoop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// rate is the total target rate, requests/s across the cluster; it may
+	// be 0 only when the first stage ramps from it.
+	Rate int64 `protobuf:"varint,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	// stages ramp the rate linearly, from rate to each stage's target in
+	// turn.
+	Stages        []*Stage `protobuf:"bytes,2,rep,name=stages,proto3" json:"stages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenLoop) Reset() {
+	*x = OpenLoop{}
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenLoop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenLoop) ProtoMessage() {}
+
+func (x *OpenLoop) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenLoop.ProtoReflect.Descriptor instead.
+func (*OpenLoop) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OpenLoop) GetRate() int64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *OpenLoop) GetStages() []*Stage {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// Stage is a duration with a target (connections in closed loop,
+// requests/s in open loop), ramped linearly from the previous stage's (the
+// first from the plan's connections or rate).
 type Stage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Duration      *durationpb.Duration   `protobuf:"bytes,1,opt,name=duration,proto3" json:"duration,omitempty"`
-	Rate          int64                  `protobuf:"varint,2,opt,name=rate,proto3" json:"rate,omitempty"`
-	Connections   int64                  `protobuf:"varint,3,opt,name=connections,proto3" json:"connections,omitempty"`
+	Target        int64                  `protobuf:"varint,4,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Stage) Reset() {
 	*x = Stage{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +467,7 @@ func (x *Stage) String() string {
 func (*Stage) ProtoMessage() {}
 
 func (x *Stage) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[1]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +480,7 @@ func (x *Stage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stage.ProtoReflect.Descriptor instead.
 func (*Stage) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Stage) GetDuration() *durationpb.Duration {
@@ -301,16 +490,9 @@ func (x *Stage) GetDuration() *durationpb.Duration {
 	return nil
 }
 
-func (x *Stage) GetRate() int64 {
+func (x *Stage) GetTarget() int64 {
 	if x != nil {
-		return x.Rate
-	}
-	return 0
-}
-
-func (x *Stage) GetConnections() int64 {
-	if x != nil {
-		return x.Connections
+		return x.Target
 	}
 	return 0
 }
@@ -329,7 +511,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +523,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[2]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +536,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Request) GetMethod() string {
@@ -403,7 +585,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +597,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[3]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +610,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Header) GetName() string {
@@ -474,7 +656,7 @@ type TLSOptions struct {
 
 func (x *TLSOptions) Reset() {
 	*x = TLSOptions{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -486,7 +668,7 @@ func (x *TLSOptions) String() string {
 func (*TLSOptions) ProtoMessage() {}
 
 func (x *TLSOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[4]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -499,7 +681,7 @@ func (x *TLSOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLSOptions.ProtoReflect.Descriptor instead.
 func (*TLSOptions) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TLSOptions) GetInsecure() bool {
@@ -606,7 +788,7 @@ type Share struct {
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +800,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_plan_proto_msgTypes[5]
+	mi := &file_phalanx_v1_plan_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +813,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Share) GetRunId() string {
@@ -702,7 +884,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xec\x05\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe8\x06\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -717,21 +899,28 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
 	"\brequests\x18\v \x01(\x03R\brequests\x121\n" +
 	"\x06warmup\x18\f \x01(\v2\x19.google.protobuf.DurationR\x06warmup\x12!\n" +
-	"\fno_keepalive\x18\r \x01(\bR\vnoKeepalive\x12\x14\n" +
-	"\x05http2\x18\x0e \x01(\bR\x05http2\x12\x1f\n" +
+	"\fno_keepalive\x18\r \x01(\bR\vnoKeepalive\x12\x1f\n" +
 	"\vmax_streams\x18\x0f \x01(\x05R\n" +
 	"maxStreams\x12\x1d\n" +
 	"\n" +
 	"connect_to\x18\x10 \x01(\tR\tconnectTo\x12\x1a\n" +
 	"\bresolver\x18\x11 \x01(\tR\bresolver\x12%\n" +
-	"\x03mix\x18\x12 \x03(\v2\x13.phalanx.v1.RequestR\x03mix\x12\x12\n" +
-	"\x04rate\x18\x13 \x01(\x03R\x04rate\x12'\n" +
-	"\x0fmax_connections\x18\x14 \x01(\x03R\x0emaxConnections\x12)\n" +
-	"\x06stages\x18\x15 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"t\n" +
+	"\x03mix\x18\x12 \x03(\v2\x13.phalanx.v1.RequestR\x03mix\x12'\n" +
+	"\x0fmax_connections\x18\x14 \x01(\x03R\x0emaxConnections\x120\n" +
+	"\bprotocol\x18\x16 \x01(\x0e2\x14.phalanx.v1.ProtocolR\bprotocol\x129\n" +
+	"\vclosed_loop\x18\x17 \x01(\v2\x16.phalanx.v1.ClosedLoopH\x00R\n" +
+	"closedLoop\x123\n" +
+	"\topen_loop\x18\x18 \x01(\v2\x14.phalanx.v1.OpenLoopH\x00R\bopenLoopB\x06\n" +
+	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
+	"\n" +
+	"ClosedLoop\x12)\n" +
+	"\x06stages\x18\x01 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"I\n" +
+	"\bOpenLoop\x12\x12\n" +
+	"\x04rate\x18\x01 \x01(\x03R\x04rate\x12)\n" +
+	"\x06stages\x18\x02 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"u\n" +
 	"\x05Stage\x125\n" +
-	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x12\n" +
-	"\x04rate\x18\x02 \x01(\x03R\x04rate\x12 \n" +
-	"\vconnections\x18\x03 \x01(\x03R\vconnections\"\x8d\x01\n" +
+	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x16\n" +
+	"\x06target\x18\x04 \x01(\x03R\x06targetJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04R\x04rateR\vconnections\"\x8d\x01\n" +
 	"\aRequest\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12,\n" +
@@ -767,7 +956,11 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\brequests\x18\x06 \x01(\x03R\brequests\x12\x12\n" +
 	"\x04rate\x18\a \x01(\x03R\x04rate\x12'\n" +
 	"\x0fmax_connections\x18\b \x01(\x03R\x0emaxConnections\x12#\n" +
-	"\rstage_targets\x18\t \x03(\x03R\fstageTargetsB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\rstage_targets\x18\t \x03(\x03R\fstageTargets*L\n" +
+	"\bProtocol\x12\x18\n" +
+	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0ePROTOCOL_HTTP1\x10\x01\x12\x12\n" +
+	"\x0ePROTOCOL_HTTP2\x10\x02B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_plan_proto_rawDescOnce sync.Once
@@ -781,33 +974,41 @@ func file_phalanx_v1_plan_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_plan_proto_rawDescData
 }
 
-var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_phalanx_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_phalanx_v1_plan_proto_goTypes = []any{
-	(*Plan)(nil),                // 0: phalanx.v1.Plan
-	(*Stage)(nil),               // 1: phalanx.v1.Stage
-	(*Request)(nil),             // 2: phalanx.v1.Request
-	(*Header)(nil),              // 3: phalanx.v1.Header
-	(*TLSOptions)(nil),          // 4: phalanx.v1.TLSOptions
-	(*Share)(nil),               // 5: phalanx.v1.Share
-	(*durationpb.Duration)(nil), // 6: google.protobuf.Duration
+	(Protocol)(0),               // 0: phalanx.v1.Protocol
+	(*Plan)(nil),                // 1: phalanx.v1.Plan
+	(*ClosedLoop)(nil),          // 2: phalanx.v1.ClosedLoop
+	(*OpenLoop)(nil),            // 3: phalanx.v1.OpenLoop
+	(*Stage)(nil),               // 4: phalanx.v1.Stage
+	(*Request)(nil),             // 5: phalanx.v1.Request
+	(*Header)(nil),              // 6: phalanx.v1.Header
+	(*TLSOptions)(nil),          // 7: phalanx.v1.TLSOptions
+	(*Share)(nil),               // 8: phalanx.v1.Share
+	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
 }
 var file_phalanx_v1_plan_proto_depIdxs = []int32{
-	3,  // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
-	6,  // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
-	6,  // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
-	4,  // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
-	6,  // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
-	6,  // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
-	2,  // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
-	1,  // 7: phalanx.v1.Plan.stages:type_name -> phalanx.v1.Stage
-	6,  // 8: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
-	3,  // 9: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
-	0,  // 10: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	6,  // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
+	9,  // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
+	9,  // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
+	7,  // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
+	9,  // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
+	9,  // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
+	5,  // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
+	0,  // 7: phalanx.v1.Plan.protocol:type_name -> phalanx.v1.Protocol
+	2,  // 8: phalanx.v1.Plan.closed_loop:type_name -> phalanx.v1.ClosedLoop
+	3,  // 9: phalanx.v1.Plan.open_loop:type_name -> phalanx.v1.OpenLoop
+	4,  // 10: phalanx.v1.ClosedLoop.stages:type_name -> phalanx.v1.Stage
+	4,  // 11: phalanx.v1.OpenLoop.stages:type_name -> phalanx.v1.Stage
+	9,  // 12: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
+	6,  // 13: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
+	1,  // 14: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_plan_proto_init() }
@@ -815,18 +1016,23 @@ func file_phalanx_v1_plan_proto_init() {
 	if File_phalanx_v1_plan_proto != nil {
 		return
 	}
+	file_phalanx_v1_plan_proto_msgTypes[0].OneofWrappers = []any{
+		(*Plan_ClosedLoop)(nil),
+		(*Plan_OpenLoop)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_plan_proto_rawDesc), len(file_phalanx_v1_plan_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   6,
+			NumEnums:      1,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_phalanx_v1_plan_proto_goTypes,
 		DependencyIndexes: file_phalanx_v1_plan_proto_depIdxs,
+		EnumInfos:         file_phalanx_v1_plan_proto_enumTypes,
 		MessageInfos:      file_phalanx_v1_plan_proto_msgTypes,
 	}.Build()
 	File_phalanx_v1_plan_proto = out.File
