@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanxload/phalanx/internal/nginxtest"
+	"github.com/phalanxload/phalanx/e2e/internal/nginxtest"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 

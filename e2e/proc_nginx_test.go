@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanxload/phalanx/internal/nginxtest"
+	"github.com/phalanxload/phalanx/e2e/internal/nginxtest"
 )
 
 // procReport is the JSON report as documented (the interface), decoded
