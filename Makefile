@@ -43,6 +43,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 	go test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine
 	go test -run '^$$' -fuzz '^FuzzParseMix$$' -fuzztime $(FUZZTIME) ./internal/plan
 	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/plan
+	go test -run '^$$' -fuzz '^FuzzDecodeSparse$$' -fuzztime $(FUZZTIME) ./internal/hist
 
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo
@@ -65,7 +66,8 @@ lint: ## gofmt and go vet
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 
-check: lint proto ## lint, regenerate protobuf code and fail on drift or forbidden imports
+check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go.mod or forbidden imports
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@git diff --exit-code -- proto || { echo "generated code drifted: commit the output of make proto"; exit 1; }
 	@bad=$$(go list -deps ./internal/engine | grep -E 'google.golang.org/(grpc|protobuf)' || true); \
 	if [ -n "$$bad" ]; then echo "internal/engine must not import gRPC or protobuf: $$bad"; exit 1; fi
