@@ -287,14 +287,14 @@ func (p *Plan) Check() (Target, error) {
 	}
 	t, terr := ParseTarget(p.URL)
 	if terr != nil {
-		bad("url", fmt.Sprintf("%q", p.URL), terr.Error())
+		bad("url", fmt.Sprintf("%q", redactURL(p.URL)), terr.Error())
 	}
 	if !validToken(p.Method) {
 		bad("method", fmt.Sprintf("%q", p.Method), "want an HTTP method token such as GET, POST, HEAD")
 	}
 	for i, h := range p.Headers {
 		if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
-			bad(fmt.Sprintf("headers[%d]", i), fmt.Sprintf("%q: %q", h.Name, h.Value), "want 'Name: value' with a token name and no line breaks")
+			bad(fmt.Sprintf("headers[%d]", i), fmt.Sprintf("%q: %q", h.Name, redactHeader(h).Value), "want 'Name: value' with a token name and no line breaks")
 		}
 	}
 	if p.Connections < 1 {

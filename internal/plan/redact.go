@@ -2,6 +2,7 @@ package plan
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 )
 
@@ -48,3 +49,23 @@ func redactHeaders(hs []Header) []Header {
 }
 
 func isSecret(h Header) bool { return secretHeaders[http.CanonicalHeaderKey(h.Name)] }
+
+// redactHeader returns h with its value replaced by RedactedValue when it
+// is a credential, for error messages.
+func redactHeader(h Header) Header {
+	if isSecret(h) {
+		h.Value = RedactedValue
+	}
+	return h
+}
+
+// redactURL returns s with the password of its user info replaced (as
+// url.URL.Redacted does), for error messages; s unchanged when it does not
+// parse.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +38,25 @@ func TestRedacted(t *testing.T) {
 	}
 	if !reflect.DeepEqual(p, orig) {
 		t.Errorf("Redacted modified its argument:\n got %+v\nwant %+v", p, orig)
+	}
+}
+
+// TestValidateQuotesNoSecret: a URL with a password and an Authorization
+// header with a line break are refused without quoting either secret.
+func TestValidateQuotesNoSecret(t *testing.T) {
+	p := Plan{URL: "https://user:pa55w0rd@127.0.0.1:8443/", Headers: []Header{{"Authorization", "Bearer t0ken\r\nX: y"}}}
+	p.SetDefaults()
+	err := p.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted a URL with user info and a header with a line break")
+	}
+	for _, s := range []string{"pa55w0rd", "t0ken"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error quotes the secret %q: %v", s, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "headers[0]") || !strings.Contains(err.Error(), "user info") {
+		t.Errorf("error does not name the bad fields: %v", err)
 	}
 }
 
