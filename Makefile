@@ -12,6 +12,11 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 
 FUZZTIME ?= 10s
 
+# Import rules `make check` enforces: the measurement data path and the
+# coordinator do not link the load engine; the pure packages do not link gRPC.
+NO_ENGINE_PKGS := coordinator internal/wire internal/hist internal/plan internal/measure
+NO_GRPC_PKGS := internal/hist internal/plan internal/measure
+
 # Version stamped into the binaries by `make build` (internal/version);
 # override with `make build VERSION=v1.2.3`.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -74,6 +79,12 @@ check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go
 	@if go list -deps ./agent | grep -qx 'github.com/phalanxload/phalanx/coordinator' || \
 	    go list -deps ./coordinator | grep -qx 'github.com/phalanxload/phalanx/agent'; then \
 	  echo "agent and coordinator must not import each other (they meet in proto)"; exit 1; fi
+	@for p in $(NO_ENGINE_PKGS); do \
+	  if go list -deps ./$$p | grep -qx 'github.com/phalanxload/phalanx/internal/engine'; then \
+	    echo "$$p must not import internal/engine"; exit 1; fi; done
+	@for p in $(NO_GRPC_PKGS); do \
+	  bad=$$(go list -deps ./$$p | grep -E '^google.golang.org/grpc(/|$$)' || true); \
+	  if [ -n "$$bad" ]; then echo "$$p must not import gRPC: $$bad"; exit 1; fi; done
 
 bench: ## compare the agent with wrk/h2load side by side (needs root for apt; writes bench-results/)
 	bash bench/run.sh

@@ -428,7 +428,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 			return
 		}
 		now := cpuTime()
-		hs := wire.IntervalHistogramsToProto(&iv.Hists)
+		hs := wire.IntervalHistogramsToProto(iv.Hists)
 		counters := wire.CountsToProto(&iv.Counts)
 		sendErr = stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{
 			Index:         int32(iv.Index),

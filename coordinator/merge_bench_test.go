@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -18,7 +18,7 @@ import (
 // with about a thousand distinct values (a keep-alive run at ~20k req/s),
 // TTFB likewise, empty phase histograms, a few status and error counts.
 func agentInterval(r *rand.Rand, k int32) *pb.Interval {
-	h := engine.NewHistograms()
+	h := hist.NewSet()
 	var n int64
 	for range 20000 {
 		v := int64(200 + r.ExpFloat64()*600)
@@ -29,7 +29,7 @@ func agentInterval(r *rand.Rand, k int32) *pb.Interval {
 		h.TTFB.RecordMicros(v * 9 / 10)
 		n++
 	}
-	hs := wire.IntervalHistogramsToProto(&h) // as agents send them
+	hs := wire.IntervalHistogramsToProto(h) // as agents send them
 	return &pb.Interval{
 		Index: k, StartUnixNano: int64(k) * int64(time.Second), EndUnixNano: int64(k+1) * int64(time.Second),
 		Histograms: hs,
@@ -59,7 +59,12 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := m.add(i%agents, 2, time.Unix(0, 0), msgs[i%len(msgs)]); err != nil {
+		iv := msgs[i%len(msgs)]
+		counts, err := wire.CountsFromProto(iv.GetCounters()) // as the run loop does
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.add(i%agents, 2, time.Unix(0, 0), iv, &counts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/phalanxload/phalanx/internal/engine"
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -37,7 +37,7 @@ type agentRun struct {
 	ready       *pb.Ready
 
 	// Written by the merge loop only.
-	counters  *pb.Counters
+	counters  measure.Counts
 	cpu       time.Duration
 	cpus      int32
 	intervals int
@@ -170,7 +170,7 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	defer cancel()
 	runs := make([]*agentRun, len(agents))
 	for i, m := range agents {
-		runs[i] = &agentRun{meta: m, share: shares[i], counters: &pb.Counters{}, cpus: m.GetCpus()}
+		runs[i] = &agentRun{meta: m, share: shares[i], cpus: m.GetCpus()}
 	}
 	defer func() {
 		for _, r := range runs {
@@ -316,13 +316,17 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 		}
 		switch msg := ev.msg.Msg.(type) {
 		case *pb.RunResponse_Interval:
-			pr, err := m.add(ev.agent, r.cpus, startAt.Add(r.offset+p.Warmup), msg.Interval)
+			counts, err := wire.CountsFromProto(msg.Interval.GetCounters())
+			var pr *pb.Progress
+			if err == nil {
+				pr, err = m.add(ev.agent, r.cpus, startAt.Add(r.offset+p.Warmup), msg.Interval, &counts)
+			}
 			if err != nil {
 				r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), err)
 				pending--
 				continue
 			}
-			wire.AddCounters(r.counters, msg.Interval.GetCounters())
+			r.counters.Add(&counts)
 			r.cpu += msg.Interval.GetCpuTime().AsDuration()
 			r.intervals++
 			if pr != nil && progress != nil {
@@ -472,14 +476,14 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 		Plan:              wire.PlanToProto(plan.Redacted(p)), // no secret in what is kept
 		StartedAtUnixNano: startAt.UnixNano(),
 		Window:            durationpb.New(p.Duration),
-		Counters:          &pb.Counters{},
 	}
+	var total, warmup measure.Counts
 	// The CA and body are inputs, not results; keep the stored result small.
 	res.Plan.Body = nil
 	if res.Plan.Tls != nil {
 		res.Plan.Tls.CaPem = nil
 	}
-	hs, err := wire.HistogramsToProto(&m.total)
+	hs, err := wire.HistogramsToProto(m.total)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode merged histograms: %v", err)
 	}
@@ -488,7 +492,6 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 	if res.Stages, err = m.stageResults(); err != nil {
 		return nil, status.Errorf(codes.Internal, "encode stage histograms: %v", err)
 	}
-	res.Warmup = &pb.Counters{}
 	if p.Warmup > 0 {
 		res.WarmupDuration = durationpb.New(p.Warmup)
 	}
@@ -500,16 +503,16 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			Name:        r.meta.GetName(),
 			GrpcAddr:    r.meta.GetGrpcAddr(),
 			Connections: int64(r.share.Connections),
-			Requests:    r.counters.GetRequests(),
-			Errors:      wire.ErrorTotal(r.counters),
+			Requests:    r.counters.Requests,
+			Errors:      r.counters.ErrorTotal(),
 			CpuTime:     durationpb.New(r.cpu),
 			Cpus:        r.cpus,
 			ClockOffset: durationpb.New(r.offset),
 			Rtt:         durationpb.New(r.rtt),
 			CpuList:     r.ready.GetCpuList(),
-			Missed:      r.counters.GetMissed(),
+			Missed:      r.counters.Missed,
 		}
-		wire.AddCounters(res.Counters, r.counters)
+		total.Add(&r.counters)
 		if r.err != nil {
 			ar.Error = r.err.Error()
 		}
@@ -524,7 +527,11 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			if d.GetStopped() {
 				res.StoppedEarly = true
 			}
-			wire.AddCounters(res.Warmup, d.GetWarmup())
+			w, err := wire.CountsFromProto(d.GetWarmup())
+			if err != nil && ar.Error == "" {
+				ar.Error = fmt.Sprintf("agent %s: warm-up %v", r.meta.GetName(), err)
+			}
+			warmup.Add(&w)
 			if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
 				res.MaxStreams = ms
 			}
@@ -546,11 +553,13 @@ func (c *Coordinator) result(runID string, p plan.Plan, startAt time.Time, runs 
 			// No Done: the agent failed mid-run. Its issued requests are
 			// those whose outcome it reported; any still in flight are
 			// unknown, and its row says why.
-			ar.Issued = r.counters.GetRequests() + wire.ErrorTotal(r.counters)
+			ar.Issued = r.counters.Ended()
 		}
-		res.Counters.Issued += ar.Issued
+		total.Issued += ar.Issued
 		res.Agents = append(res.Agents, ar)
 	}
+	res.Counters = wire.CountsToProto(&total)
+	res.Warmup = wire.CountsToProto(&warmup)
 	if !firstMin.IsZero() {
 		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
 	}
@@ -604,8 +613,8 @@ type merger struct {
 	p       plan.Plan
 	agents  int
 	dec     hist.Decoder
-	sparse  [6]hist.Sparse // latency, connect, tls_full, tls_resumed, ttfb, service_time
-	total   engine.Histograms
+	sparse  [hist.NumKinds]hist.Sparse
+	total   *hist.Set
 	byIndex map[int32]*pending
 	points  map[int32]*pb.TimelinePoint
 	stages  []*stageAcc
@@ -624,13 +633,14 @@ type pending struct {
 
 type stageAcc struct {
 	res     *pb.StageResult
+	counts  measure.Counts
 	latency *hist.Histogram
 	start   time.Duration
 	end     time.Duration
 }
 
 func newMerger(p plan.Plan, agents int) *merger {
-	m := &merger{p: p, agents: agents, total: engine.NewHistograms(), byIndex: map[int32]*pending{}, points: map[int32]*pb.TimelinePoint{}}
+	m := &merger{p: p, agents: agents, total: hist.NewSet(), byIndex: map[int32]*pending{}, points: map[int32]*pb.TimelinePoint{}}
 	var at time.Duration
 	prev := int64(p.Connections)
 	if p.OpenLoop() {
@@ -642,7 +652,7 @@ func newMerger(p plan.Plan, agents int) *merger {
 			to = st.Rate
 		}
 		m.stages = append(m.stages, &stageAcc{
-			res:     &pb.StageResult{Index: int32(i), Start: durationpb.New(at), Duration: durationpb.New(st.Duration), TargetFrom: prev, TargetTo: to, Counters: &pb.Counters{}},
+			res:     &pb.StageResult{Index: int32(i), Start: durationpb.New(at), Duration: durationpb.New(st.Duration), TargetFrom: prev, TargetTo: to},
 			latency: hist.New(), start: at, end: at + st.Duration,
 		})
 		prev = to
@@ -656,22 +666,21 @@ func newMerger(p plan.Plan, agents int) *merger {
 // it returns the merged progress once every agent has sent interval k. It
 // rejects a corrupt histogram, or a latency histogram whose sample count
 // disagrees with the interval's counters.
-func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) (*pb.Progress, error) {
+func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval, counts *measure.Counts) (*pb.Progress, error) {
 	// Decode to sparse (value, count) form and add that: the cost follows
 	// the histograms' non-empty buckets, not their size.
 	hs := iv.GetHistograms()
-	targets := [6]*hist.Histogram{m.total.Latency, m.total.Connect, m.total.TLSFull, m.total.TLSResumed, m.total.TTFB, m.total.Service}
-	for i, b := range [6][]byte{hs.GetLatency(), hs.GetConnect(), hs.GetTlsFull(), hs.GetTlsResumed(), hs.GetTtfb(), hs.GetServiceTime()} {
-		if err := m.dec.Decode(b, &m.sparse[i]); err != nil {
-			return nil, fmt.Errorf("interval %d histogram %d: %w", iv.GetIndex(), i, err)
+	for k := range hist.NumKinds {
+		if err := m.dec.Decode(wire.HistogramBytes(hs, k), &m.sparse[k]); err != nil {
+			return nil, fmt.Errorf("interval %d %s histogram: %w", iv.GetIndex(), k, err)
 		}
 	}
-	latency := &m.sparse[0]
-	if latency.Total != iv.GetCounters().GetRequests() {
-		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.GetIndex(), latency.Total, iv.GetCounters().GetRequests())
+	latency := &m.sparse[hist.Latency]
+	if latency.Total != counts.Requests {
+		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.GetIndex(), latency.Total, counts.Requests)
 	}
-	for i, t := range targets {
-		if err := t.AddSparse(&m.sparse[i]); err != nil {
+	for k := range hist.NumKinds {
+		if err := m.total.Get(k).AddSparse(&m.sparse[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -679,7 +688,7 @@ func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) 
 	length := time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano())
 	for _, st := range m.stages {
 		if start >= st.start && start < st.end {
-			wire.AddCounters(st.res.Counters, iv.GetCounters())
+			st.counts.Add(counts)
 			if err := st.latency.AddSparse(latency); err != nil {
 				return nil, err
 			}
@@ -693,9 +702,9 @@ func (m *merger) add(a int, cpus int32, windowStart time.Time, iv *pb.Interval) 
 	if err := p.latency.AddSparse(latency); err != nil {
 		return nil, err
 	}
-	p.requests += iv.GetCounters().GetRequests()
-	p.errors += wire.ErrorTotal(iv.GetCounters())
-	p.missed += iv.GetCounters().GetMissed()
+	p.requests += counts.Requests
+	p.errors += counts.ErrorTotal()
+	p.missed += counts.Missed
 	p.length = max(p.length, length)
 	if cpus > 0 && length > 0 {
 		p.cpuBusy[a] = iv.GetCpuTime().AsDuration().Seconds() / (length.Seconds() * float64(cpus))
@@ -766,6 +775,7 @@ func (m *merger) stageResults() ([]*pb.StageResult, error) {
 			return nil, err
 		}
 		st.res.Latency = b
+		st.res.Counters = wire.CountsToProto(&st.counts)
 		out = append(out, st.res)
 	}
 	return out, nil

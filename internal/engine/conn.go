@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -43,7 +44,7 @@ func newConn(e *Engine, w *worker, i, j int) *conn {
 
 // dialError is a failed connect or handshake.
 type dialError struct {
-	kind ErrorKind
+	kind measure.ErrorKind
 	err  error
 }
 
@@ -61,7 +62,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	raw, err := d.DialContext(ctx, "tcp", e.addr)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, nil, nil, &dialError{ErrTimeout, fmt.Errorf("connect %s: %w", e.addr, err)}
+			return nil, nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("connect %s: %w", e.addr, err)}
 		}
 		return nil, nil, nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
 	}
@@ -74,7 +75,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	if err := tc.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, nil, nil, &dialError{ErrTimeout, fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
+			return nil, nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
 		}
 		return nil, nil, nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
 	}
@@ -95,7 +96,7 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 	defer c.mu.Unlock()
 	if c.closed {
 		nc.Close()
-		return nil, &dialError{ErrLocal, net.ErrClosed}
+		return nil, &dialError{measure.ErrLocal, net.ErrClosed}
 	}
 	c.nc = nc
 	if c.br == nil {
@@ -133,7 +134,7 @@ type outcome struct {
 	start, sent, end time.Time
 	missed           bool
 	status           int
-	kind             ErrorKind
+	kind             measure.ErrorKind
 	failed           bool
 	bytes            int64
 	ttfb             time.Duration
@@ -331,7 +332,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	if c.w.open {
 		o.sent = time.Now()
 		if !o.sent.Before(t0.Add(e.plan.Timeout)) {
-			o.end, o.failed, o.kind = o.sent, true, ErrTimeout
+			o.end, o.failed, o.kind = o.sent, true, measure.ErrTimeout
 			return o
 		}
 	}
@@ -365,10 +366,10 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	if o.end.Sub(t0) > e.plan.Timeout {
 		// Read in time by the kernel but ended late for us (a starved
 		// goroutine): still a timeout, never a success above it.
-		return c.fail(o, ErrTimeout)
+		return c.fail(o, measure.ErrTimeout)
 	}
-	if c.resp.status >= maxStatus {
-		return c.fail(o, ErrProtocol)
+	if c.resp.status >= measure.MaxStatus {
+		return c.fail(o, measure.ErrProtocol)
 	}
 	o.status, o.bytes = c.resp.status, c.resp.wireBytes
 	o.ttfb = c.resp.first.Sub(tw)
@@ -380,7 +381,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 }
 
 // fail abandons the connection after a failed request.
-func (c *conn) fail(o outcome, kind ErrorKind) outcome {
+func (c *conn) fail(o outcome, kind measure.ErrorKind) outcome {
 	c.drop()
 	c.dropped = true
 	if o.end.IsZero() {

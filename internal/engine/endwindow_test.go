@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // runCollect runs e from start, calling EndWindow after endAfter (if > 0),
 // and returns the result, the intervals' summed counts and the intervals.
 // It fails the test if Run errs or takes longer than limit.
-func runCollect(t *testing.T, e *Engine, start time.Time, endAfter, limit time.Duration) (Result, Counts, []Interval, time.Time) {
+func runCollect(t *testing.T, e *Engine, start time.Time, endAfter, limit time.Duration) (Result, measure.Counts, []Interval, time.Time) {
 	t.Helper()
 	ended := make(chan time.Time, 1)
 	if endAfter > 0 {
@@ -23,14 +24,14 @@ func runCollect(t *testing.T, e *Engine, start time.Time, endAfter, limit time.D
 		})
 		defer timer.Stop()
 	}
-	var total Counts
+	var total measure.Counts
 	var ivs []Interval
 	var hcount int64
 	t0 := time.Now()
 	res, err := e.Run(context.Background(), start, func(iv Interval) {
 		hcount += iv.Hists.Latency.Count()
 		total.Add(&iv.Counts)
-		iv.Hists = Histograms{} // valid only during emit
+		iv.Hists = nil // valid only during emit
 		ivs = append(ivs, iv)
 	})
 	if err != nil {

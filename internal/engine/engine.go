@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/version"
 )
@@ -443,7 +445,7 @@ func unreachable(err error) bool {
 		return true
 	}
 	switch de.kind {
-	case ErrConnect, ErrLocal:
+	case measure.ErrConnect, measure.ErrLocal:
 		return true
 	}
 	var uae x509.UnknownAuthorityError
@@ -459,7 +461,7 @@ func unreachable(err error) bool {
 	// connection would fail the same way.
 	var alert tls.AlertError
 	var op *net.OpError
-	return de.kind == ErrTLS && (errors.As(err, &alert) || errors.As(err, &op) && op.Op == "remote error")
+	return de.kind == measure.ErrTLS && (errors.As(err, &alert) || errors.As(err, &op) && op.Op == "remote error")
 }
 
 // Interval is one reporting interval's measurements.
@@ -471,9 +473,10 @@ type Interval struct {
 	Start, End time.Time
 	// Hists are the interval's histograms. They are reused: valid only
 	// until emit returns.
-	Hists Histograms
-	// Counts are the outcomes that ended in the interval.
-	Counts Counts
+	Hists *hist.Set
+	// Counts are the outcomes that ended in the interval (Issued is 0:
+	// see measure.Counts).
+	Counts measure.Counts
 }
 
 // Result is what Run reports once the window has closed and in-flight
@@ -492,7 +495,7 @@ type Result struct {
 	// (they drained afterwards, or were abandoned).
 	InFlight int64
 	// Warmup counts the outcomes that ended in the warm-up.
-	Warmup Counts
+	Warmup measure.Counts
 	// MaxStreams is the effective concurrent streams per HTTP/2
 	// connection: the plan's, capped by the server's setting.
 	MaxStreams int
@@ -561,7 +564,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	}
 	// Allocated before the start, not in its first microseconds.
 	spare := newSlot()
-	ivHists := NewHistograms() // reused: an Interval's Hists are valid only during emit
+	ivHists := hist.NewSet() // reused: an Interval's Hists are valid only during emit
 
 	// Collect the preparation's garbage now, in the lead time, rather
 	// than in a cycle that begins at the start.
@@ -585,7 +588,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	go func() { wg.Wait(); close(done) }()
 
 	emitOne := func(k int, end time.Time) {
-		ivHists.reset()
+		ivHists.Reset()
 		iv := Interval{
 			Index: k,
 			Start: windowStartWall.Add(time.Duration(k) * e.interval),
@@ -594,7 +597,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}
 		for _, w := range e.workers {
 			s := w.rec.swap(spare)
-			if err := iv.Hists.Merge(&s.hists); err != nil {
+			if err := iv.Hists.Merge(s.hists); err != nil {
 				e.cfg.Logger.Error("merge interval", "err", err)
 			}
 			iv.Counts.Add(&s.counts)

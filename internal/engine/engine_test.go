@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -68,7 +69,7 @@ func TestClosedLoopAccounting(t *testing.T) {
 	if len(ivs) != 3 {
 		t.Fatalf("got %d intervals, want 3", len(ivs))
 	}
-	var total Counts
+	var total measure.Counts
 	for k, iv := range ivs {
 		if iv.Index != k || !iv.Start.Equal(start.Add(time.Duration(k)*500*time.Millisecond)) || iv.End.Sub(iv.Start) != 500*time.Millisecond {
 			t.Errorf("interval %d: index %d, [%v, %v)", k, iv.Index, iv.Start.Sub(start), iv.End.Sub(start))
@@ -190,7 +191,7 @@ func TestHTTP2Streams(t *testing.T) {
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var total Counts
+	var total measure.Counts
 	res, err := e.Run(context.Background(), time.Now(), func(iv Interval) { total.Add(&iv.Counts) })
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestOpenLoopRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var per []int64
-	var total Counts
+	var total measure.Counts
 	var service int64
 	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
 		per = append(per, iv.Counts.Requests+iv.Counts.ErrorTotal())
@@ -247,7 +248,7 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var total Counts
+	var total measure.Counts
 	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestOpenLoopGrowsDuringStall(t *testing.T) {
 	if _, err := e.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var total Counts
+	var total measure.Counts
 	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
 	if err != nil {
 		t.Fatal(err)

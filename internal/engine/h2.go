@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -81,7 +82,7 @@ func (c *h2conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialErro
 	defer c.mu.Unlock()
 	if c.closed {
 		s.close(net.ErrClosed)
-		return nil, &dialError{ErrLocal, net.ErrClosed}
+		return nil, &dialError{measure.ErrLocal, net.ErrClosed}
 	}
 	c.cur = s
 	return ci, nil
@@ -105,7 +106,7 @@ func (c *h2conn) session() (*h2session, *connInfo, *dialError) {
 	for {
 		if c.closed {
 			c.mu.Unlock()
-			return nil, nil, &dialError{ErrLocal, net.ErrClosed}
+			return nil, nil, &dialError{measure.ErrLocal, net.ErrClosed}
 		}
 		if s := c.cur; s != nil && s.usable() {
 			c.mu.Unlock()
@@ -136,7 +137,7 @@ func (c *h2conn) session() (*h2session, *connInfo, *dialError) {
 	if c.closed {
 		c.mu.Unlock()
 		s.close(net.ErrClosed)
-		return nil, nil, &dialError{ErrLocal, net.ErrClosed}
+		return nil, nil, &dialError{measure.ErrLocal, net.ErrClosed}
 	}
 	c.cur = s
 	c.mu.Unlock()
@@ -209,7 +210,7 @@ func (c *h2conn) do(t0 time.Time, en *entry) outcome {
 	if c.w.open {
 		o.sent = time.Now()
 		if !o.sent.Before(deadline) {
-			o.end, o.failed, o.kind = o.sent, true, ErrTimeout
+			o.end, o.failed, o.kind = o.sent, true, measure.ErrTimeout
 			return o
 		}
 	}
@@ -237,7 +238,7 @@ func (c *h2conn) do(t0 time.Time, en *entry) outcome {
 		}
 		o.end = time.Now()
 		if err == nil && o.end.After(deadline) {
-			err, kind = errTimeout, ErrTimeout // never a success above the timeout
+			err, kind = errTimeout, measure.ErrTimeout // never a success above the timeout
 		}
 		if err != nil {
 			if !s.usable() {
@@ -293,7 +294,7 @@ type h2stream struct {
 	first      time.Time
 	gotHeaders bool
 	err        error
-	kind       ErrorKind
+	kind       measure.ErrorKind
 	sendWindow int64
 	unacked    uint32
 }
@@ -306,7 +307,7 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	}
 	if tc == nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
 		nc.Close()
-		return nil, nil, &dialError{ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
+		return nil, nil, &dialError{measure.ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
 	}
 	s := &h2session{
 		c: c, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
@@ -386,11 +387,11 @@ func (s *h2session) close(err error) {
 
 // fail marks the session dead and ends every open stream: closed, or
 // truncated when its response had begun.
-func (s *h2session) fail(err error, closeConn bool) { s.failKind(err, ErrClosed, closeConn) }
+func (s *h2session) fail(err error, closeConn bool) { s.failKind(err, measure.ErrClosed, closeConn) }
 
 // failKind is fail with the kind of error for streams whose response had
 // not begun (a failed write: the request may not have been sent).
-func (s *h2session) failKind(err error, unanswered ErrorKind, closeConn bool) {
+func (s *h2session) failKind(err error, unanswered measure.ErrorKind, closeConn bool) {
 	if err == nil {
 		err = errH2Closed
 	}
@@ -402,7 +403,7 @@ func (s *h2session) failKind(err error, unanswered ErrorKind, closeConn bool) {
 		for id, st := range s.streams {
 			kind := unanswered
 			if st.gotHeaders {
-				kind = ErrTruncated
+				kind = measure.ErrTruncated
 			}
 			s.endStreamLocked(id, st, err, kind)
 		}
@@ -415,7 +416,7 @@ func (s *h2session) failKind(err error, unanswered ErrorKind, closeConn bool) {
 }
 
 // endStreamLocked completes a stream. Called with s.mu held.
-func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind ErrorKind) {
+func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) {
 	if _, ok := s.streams[id]; !ok {
 		return
 	}
@@ -432,7 +433,7 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind Err
 
 // roundTrip sends one request on a new stream and waits for its end or
 // the deadline.
-func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBytes int64, ttfb time.Duration, kind ErrorKind, err error) {
+func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBytes int64, ttfb time.Duration, kind measure.ErrorKind, err error) {
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
@@ -493,7 +494,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 		timer.Stop()
 	case <-timer.C:
 		s.mu.Lock()
-		s.endStreamLocked(st.id, st, errTimeout, ErrTimeout)
+		s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
 		s.mu.Unlock()
 		_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
 		<-st.done
@@ -604,7 +605,7 @@ func (s *h2session) handle(f http2.Frame) error {
 				if id > flushed {
 					err = errH2NotSent // still in our buffer: never sent
 				}
-				s.endStreamLocked(id, st, err, ErrClosed)
+				s.endStreamLocked(id, st, err, measure.ErrClosed)
 			}
 		}
 		if s.active == 0 && !s.dead {
@@ -632,8 +633,8 @@ func (s *h2session) handle(f http2.Frame) error {
 		st.bytes += int64(9 + f.Length)
 		if !st.gotHeaders {
 			code, err := strconv.Atoi(f.PseudoValue("status"))
-			if err != nil || code < 100 || code >= maxStatus {
-				s.endStreamLocked(f.StreamID, st, &protocolError{"bad :status"}, ErrProtocol)
+			if err != nil || code < 100 || code >= measure.MaxStatus {
+				s.endStreamLocked(f.StreamID, st, &protocolError{"bad :status"}, measure.ErrProtocol)
 				s.mu.Unlock()
 				return nil
 			}
@@ -685,9 +686,9 @@ func (s *h2session) handle(f http2.Frame) error {
 		s.mu.Lock()
 		if st := s.streams[f.StreamID]; st != nil {
 			if f.ErrCode == http2.ErrCodeRefusedStream {
-				s.endStreamLocked(f.StreamID, st, errH2Refused, ErrClosed)
+				s.endStreamLocked(f.StreamID, st, errH2Refused, measure.ErrClosed)
 			} else {
-				s.endStreamLocked(f.StreamID, st, fmt.Errorf("http2: stream reset by server: %v", f.ErrCode), ErrReset)
+				s.endStreamLocked(f.StreamID, st, fmt.Errorf("http2: stream reset by server: %v", f.ErrCode), measure.ErrReset)
 			}
 		}
 		s.mu.Unlock()

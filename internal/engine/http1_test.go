@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/phalanxload/phalanx/internal/measure"
 )
 
 func TestReadResponse(t *testing.T) {
@@ -15,7 +17,7 @@ func TestReadResponse(t *testing.T) {
 		status   int
 		close    bool
 		rest     string // what must remain unread (the next response)
-		wantKind ErrorKind
+		wantKind measure.ErrorKind
 		wantErr  bool
 	}{
 		{name: "content-length", in: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT", status: 200, rest: "NEXT"},
@@ -27,12 +29,12 @@ func TestReadResponse(t *testing.T) {
 		{name: "103 then 200", in: "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT", status: 200, rest: "NEXT"},
 		{name: "http/1.0 no keep-alive", in: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", status: 200, close: true},
 		{name: "bare LF", in: "HTTP/1.1 200 OK\nContent-Length: 2\n\nokNEXT", status: 200, rest: "NEXT"},
-		{name: "truncated body", in: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", wantErr: true, wantKind: ErrTruncated},
-		{name: "truncated chunk", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n01234", wantErr: true, wantKind: ErrTruncated},
-		{name: "closed before response", in: "", wantErr: true, wantKind: ErrClosed},
-		{name: "garbage", in: "SSH-2.0-OpenSSH\r\n\r\n", wantErr: true, wantKind: ErrProtocol},
-		{name: "bad length", in: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", wantErr: true, wantKind: ErrProtocol},
-		{name: "conflicting lengths", in: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", wantErr: true, wantKind: ErrProtocol},
+		{name: "truncated body", in: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", wantErr: true, wantKind: measure.ErrTruncated},
+		{name: "truncated chunk", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n01234", wantErr: true, wantKind: measure.ErrTruncated},
+		{name: "closed before response", in: "", wantErr: true, wantKind: measure.ErrClosed},
+		{name: "garbage", in: "SSH-2.0-OpenSSH\r\n\r\n", wantErr: true, wantKind: measure.ErrProtocol},
+		{name: "bad length", in: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", wantErr: true, wantKind: measure.ErrProtocol},
+		{name: "conflicting lengths", in: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", wantErr: true, wantKind: measure.ErrProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bufio.NewReaderSize(strings.NewReader(tc.in), 64)
@@ -66,13 +68,13 @@ func TestReadResponse(t *testing.T) {
 }
 
 func TestClassifyEOF(t *testing.T) {
-	if k := classify(io.EOF, false); k != ErrClosed {
+	if k := classify(io.EOF, false); k != measure.ErrClosed {
 		t.Errorf("classify(EOF, not started) = %v", k)
 	}
-	if k := classify(io.ErrUnexpectedEOF, true); k != ErrTruncated {
+	if k := classify(io.ErrUnexpectedEOF, true); k != measure.ErrTruncated {
 		t.Errorf("classify(UnexpectedEOF, started) = %v", k)
 	}
-	if k := classify(&protocolError{"x"}, true); k != ErrProtocol {
+	if k := classify(&protocolError{"x"}, true); k != measure.ErrProtocol {
 		t.Errorf("classify(protocol) = %v", k)
 	}
 }

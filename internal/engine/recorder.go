@@ -4,149 +4,20 @@ import (
 	"sync"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 )
-
-// maxStatus bounds the status codes counted individually; a final status
-// outside [100, maxStatus) is a protocol error.
-const maxStatus = 600
-
-// Counts are the outcomes of one interval (or one run) of one engine.
-type Counts struct {
-	// Requests counts completed responses.
-	Requests int64
-	// BytesRead counts response wire bytes (see response.wireBytes).
-	BytesRead int64
-	// Status counts completed responses by status code.
-	Status [maxStatus]int64
-	// Errors counts failed requests by kind.
-	Errors [numErrorKinds]int64
-	// ConnectionsOpened counts connections opened (and handshaken).
-	ConnectionsOpened int64
-	// Reconnects counts connections reopened after a server close or an
-	// error (not the per-request opens of no-keep-alive mode).
-	Reconnects int64
-	// Retries counts requests sent again because the server never
-	// processed them (HTTP/2 streams above a GOAWAY's last stream ID).
-	Retries int64
-	// HandshakesFull and HandshakesResumed count TLS handshakes.
-	HandshakesFull, HandshakesResumed int64
-	// Missed counts open-loop sends that started more than MissThreshold
-	// after their intended time (they were still sent).
-	Missed int64
-	// TLS counts negotiated parameters per connection ("version:TLS 1.3",
-	// "cipher:...", "group:X25519", "alpn:h2"). Nil until the first.
-	TLS map[string]int64
-}
-
-// Add adds o to c.
-func (c *Counts) Add(o *Counts) {
-	c.Requests += o.Requests
-	c.BytesRead += o.BytesRead
-	for i := range c.Status {
-		c.Status[i] += o.Status[i]
-	}
-	for i := range c.Errors {
-		c.Errors[i] += o.Errors[i]
-	}
-	c.ConnectionsOpened += o.ConnectionsOpened
-	c.Reconnects += o.Reconnects
-	c.Retries += o.Retries
-	c.Missed += o.Missed
-	c.HandshakesFull += o.HandshakesFull
-	c.HandshakesResumed += o.HandshakesResumed
-	for k, v := range o.TLS {
-		if c.TLS == nil {
-			c.TLS = map[string]int64{}
-		}
-		c.TLS[k] += v
-	}
-}
-
-// ErrorTotal returns the number of failed requests.
-func (c *Counts) ErrorTotal() int64 {
-	var n int64
-	for _, v := range c.Errors {
-		n += v
-	}
-	return n
-}
-
-// StatusMap returns the non-zero status counts.
-func (c *Counts) StatusMap() map[int]int64 {
-	m := map[int]int64{}
-	for code, v := range c.Status {
-		if v != 0 {
-			m[code] = v
-		}
-	}
-	return m
-}
-
-// ErrorMap returns the non-zero error counts by kind name.
-func (c *Counts) ErrorMap() map[string]int64 {
-	m := map[string]int64{}
-	for k, v := range c.Errors {
-		if v != 0 {
-			m[ErrorKind(k).String()] = v
-		}
-	}
-	return m
-}
-
-// Histograms are the histograms of one interval (µs).
-type Histograms struct {
-	// Latency: completed responses, from the request's start to its last
-	// body byte.
-	Latency *hist.Histogram
-	// Connect: TCP connect time of new connections.
-	Connect *hist.Histogram
-	// TLSFull and TLSResumed: TLS handshake time of new connections.
-	TLSFull, TLSResumed *hist.Histogram
-	// TTFB: from the request's write to its first response byte.
-	TTFB *hist.Histogram
-	// Service: open loop only, completed responses from the actual send
-	// (Latency then runs from the intended send time).
-	Service *hist.Histogram
-}
-
-// NewHistograms returns empty histograms.
-func NewHistograms() Histograms {
-	return Histograms{Latency: hist.New(), Connect: hist.New(), TLSFull: hist.New(), TLSResumed: hist.New(), TTFB: hist.New(), Service: hist.New()}
-}
-
-// all returns the histograms in a fixed order.
-func (h *Histograms) all() [6]*hist.Histogram {
-	return [6]*hist.Histogram{h.Latency, h.Connect, h.TLSFull, h.TLSResumed, h.TTFB, h.Service}
-}
-
-// Merge adds o to h.
-func (h *Histograms) Merge(o *Histograms) error {
-	dst, src := h.all(), o.all()
-	for i := range dst {
-		if err := dst[i].Merge(src[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (h *Histograms) reset() {
-	for _, x := range h.all() {
-		x.Reset()
-	}
-}
 
 // slot is one interval's data.
 type slot struct {
-	hists  Histograms
-	counts Counts
+	hists  *hist.Set
+	counts measure.Counts
 }
 
-func newSlot() *slot { return &slot{hists: NewHistograms()} }
+func newSlot() *slot { return &slot{hists: hist.NewSet()} }
 
 func (s *slot) reset() {
-	s.hists.reset()
-	s.counts = Counts{}
+	s.hists.Reset()
+	s.counts = measure.Counts{}
 }
 
 // ringSize is how many intervals a recorder holds at once: the interval
@@ -167,7 +38,7 @@ type recorder struct {
 	idx    int // oldest interval not yet handed out
 	ring   [ringSize]*slot
 	free   []*slot // reset slots, reused before allocating
-	warmup Counts
+	warmup measure.Counts
 }
 
 func newRecorder() *recorder {
@@ -179,7 +50,7 @@ func newRecorder() *recorder {
 
 // counts returns the counts for interval k (k < 0: warm-up). Called with
 // mu held.
-func (r *recorder) counts(k int) *Counts {
+func (r *recorder) counts(k int) *measure.Counts {
 	if k < 0 {
 		return &r.warmup
 	}

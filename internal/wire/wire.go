@@ -1,12 +1,13 @@
 package wire
 
 import (
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/phalanxload/phalanx/internal/engine"
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -159,11 +160,11 @@ func ShareFromProto(m *pb.Share) plan.Share {
 		Rate: m.GetRate(), MaxConnections: int(m.GetMaxConnections()), StageTargets: m.GetStageTargets()}
 }
 
-// CountsToProto converts engine counts; issued is carried separately by the
-// engine and set by the caller where known.
-func CountsToProto(c *engine.Counts) *pb.Counters {
+// CountsToProto converts counts (only non-zero status and error
+// buckets travel).
+func CountsToProto(c *measure.Counts) *pb.Counters {
 	out := &pb.Counters{
-		Requests: c.Requests, BytesRead: c.BytesRead,
+		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
 		Missed: c.Missed,
@@ -189,44 +190,33 @@ func CountsToProto(c *engine.Counts) *pb.Counters {
 	return out
 }
 
-// AddCounters adds src to dst (dst's maps are created as needed).
-func AddCounters(dst, src *pb.Counters) {
-	dst.Issued += src.GetIssued()
-	dst.Requests += src.GetRequests()
-	dst.BytesRead += src.GetBytesRead()
-	dst.ConnectionsOpened += src.GetConnectionsOpened()
-	dst.Reconnects += src.GetReconnects()
-	dst.Retries += src.GetRetries()
-	dst.Missed += src.GetMissed()
-	dst.HandshakesFull += src.GetHandshakesFull()
-	dst.HandshakesResumed += src.GetHandshakesResumed()
-	for k, v := range src.GetTls() {
-		if dst.Tls == nil {
-			dst.Tls = map[string]int64{}
+// CountsFromProto converts counters from another machine (nil gives the
+// zero counts). Errors: a status code outside [0, measure.MaxStatus) or an
+// error kind measure does not know (a peer of another version).
+func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
+	c := measure.Counts{
+		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
+		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
+		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
+		Missed: m.GetMissed(),
+	}
+	for code, n := range m.GetStatus() {
+		if err := c.AddStatus(int(code), n); err != nil {
+			return measure.Counts{}, fmt.Errorf("counters: %w", err)
 		}
-		dst.Tls[k] += v
 	}
-	for k, v := range src.GetStatus() {
-		if dst.Status == nil {
-			dst.Status = map[int32]int64{}
+	for kind, n := range m.GetErrors() {
+		if err := c.AddError(kind, n); err != nil {
+			return measure.Counts{}, fmt.Errorf("counters: %w", err)
 		}
-		dst.Status[k] += v
 	}
-	for k, v := range src.GetErrors() {
-		if dst.Errors == nil {
-			dst.Errors = map[string]int64{}
+	for k, n := range m.GetTls() {
+		if c.TLS == nil {
+			c.TLS = map[string]int64{}
 		}
-		dst.Errors[k] += v
+		c.TLS[k] = n
 	}
-}
-
-// ErrorTotal returns the number of failed requests in c.
-func ErrorTotal(c *pb.Counters) int64 {
-	var n int64
-	for _, v := range c.GetErrors() {
-		n += v
-	}
-	return n
+	return c, nil
 }
 
 func dur(d time.Duration) *durationpb.Duration {
@@ -236,30 +226,81 @@ func dur(d time.Duration) *durationpb.Duration {
 	return durationpb.New(d)
 }
 
+// HistogramBytes returns the encoding of kind k's histogram in h (nil
+// when absent): the one map from hist's kinds to the proto's fields.
+func HistogramBytes(h *pb.Histograms, k hist.Kind) []byte {
+	switch k {
+	case hist.Latency:
+		return h.GetLatency()
+	case hist.Service:
+		return h.GetServiceTime()
+	case hist.Connect:
+		return h.GetConnect()
+	case hist.TLSFull:
+		return h.GetTlsFull()
+	case hist.TLSResumed:
+		return h.GetTlsResumed()
+	case hist.TTFB:
+		return h.GetTtfb()
+	}
+	return nil
+}
+
+func setHistogramBytes(h *pb.Histograms, k hist.Kind, b []byte) {
+	switch k {
+	case hist.Latency:
+		h.Latency = b
+	case hist.Service:
+		h.ServiceTime = b
+	case hist.Connect:
+		h.Connect = b
+	case hist.TLSFull:
+		h.TlsFull = b
+	case hist.TLSResumed:
+		h.TlsResumed = b
+	case hist.TTFB:
+		h.Ttfb = b
+	}
+}
+
 // IntervalHistogramsToProto encodes an interval's histograms for the agent
 // link in HdrHistogram's uncompressed V2 encoding (hist.EncodeV2): the
 // coordinator decodes a thousand agents' intervals each second, and
 // inflating was half of that cost. Results keep HistogramsToProto's
 // compressed form, which every HdrHistogram implementation reads.
-func IntervalHistogramsToProto(h *engine.Histograms) *pb.Histograms {
-	return &pb.Histograms{
-		Latency: h.Latency.EncodeV2(), Connect: h.Connect.EncodeV2(), TlsFull: h.TLSFull.EncodeV2(),
-		TlsResumed: h.TLSResumed.EncodeV2(), Ttfb: h.TTFB.EncodeV2(), ServiceTime: h.Service.EncodeV2(),
+func IntervalHistogramsToProto(s *hist.Set) *pb.Histograms {
+	out := &pb.Histograms{}
+	for k := range hist.NumKinds {
+		setHistogramBytes(out, k, s.Get(k).EncodeV2())
 	}
+	return out
 }
 
-// HistogramsToProto encodes engine histograms (V2 compressed).
-func HistogramsToProto(h *engine.Histograms) (*pb.Histograms, error) {
+// HistogramsToProto encodes a histogram set (V2 compressed).
+func HistogramsToProto(s *hist.Set) (*pb.Histograms, error) {
 	out := &pb.Histograms{}
-	for _, f := range []struct {
-		h   *hist.Histogram
-		dst *[]byte
-	}{{h.Latency, &out.Latency}, {h.Connect, &out.Connect}, {h.TLSFull, &out.TlsFull}, {h.TLSResumed, &out.TlsResumed}, {h.TTFB, &out.Ttfb}, {h.Service, &out.ServiceTime}} {
-		b, err := f.h.Encode()
+	for k := range hist.NumKinds {
+		b, err := s.Get(k).Encode()
 		if err != nil {
 			return nil, err
 		}
-		*f.dst = b
+		setHistogramBytes(out, k, b)
+	}
+	return out, nil
+}
+
+// HistogramsFromProto decodes a result's histogram set (V2 compressed, as
+// HistogramsToProto writes it; agents' uncompressed intervals go through
+// hist.Decoder). Errors: a missing, corrupt or foreign-geometry histogram,
+// named by kind.
+func HistogramsFromProto(h *pb.Histograms) (*hist.Set, error) {
+	out := &hist.Set{}
+	for k := range hist.NumKinds {
+		d, err := hist.Decode(HistogramBytes(h, k))
+		if err != nil {
+			return nil, fmt.Errorf("%s histogram: %w", k, err)
+		}
+		out.Put(k, d)
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -45,5 +47,57 @@ func TestPlanLoadRoundTrip(t *testing.T) {
 	}
 	if got := PlanFromProto(&pb.Plan{Protocol: pb.Protocol(7)}); got.Validate() == nil {
 		t.Errorf("an unknown protocol from the wire validates: %+v", got)
+	}
+}
+
+func TestCountsRoundTrip(t *testing.T) {
+	var c measure.Counts
+	c.Issued, c.Requests, c.BytesRead, c.Missed, c.Retries = 9, 5, 1234, 2, 1
+	c.Status[200], c.Status[503] = 4, 1
+	c.Errors[measure.ErrReset], c.Errors[measure.ErrTimeout] = 2, 1
+	c.ConnectionsOpened, c.Reconnects, c.HandshakesFull, c.HandshakesResumed = 3, 1, 2, 1
+	c.TLS = map[string]int64{"version:TLS 1.3": 3}
+	got, err := CountsFromProto(CountsToProto(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip\n got %+v\nwant %+v", got, c)
+	}
+	if _, err := CountsFromProto(&pb.Counters{Errors: map[string]int64{"gremlins": 1}}); err == nil {
+		t.Error("unknown error kind accepted")
+	}
+	if _, err := CountsFromProto(&pb.Counters{Status: map[int32]int64{600: 1}}); err == nil {
+		t.Error("status 600 accepted")
+	}
+}
+
+func TestHistogramsRoundTripByKind(t *testing.T) {
+	s := hist.NewSet()
+	for k := range hist.NumKinds {
+		for i := range int(k) + 1 {
+			s.Get(k).RecordMicros(int64(100*i + 1))
+		}
+	}
+	m, err := HistogramsToProto(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := HistogramsFromProto(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range hist.NumKinds {
+		if back.Get(k).Count() != int64(k)+1 {
+			t.Errorf("%s: %d samples, want %d", k, back.Get(k).Count(), int64(k)+1)
+		}
+	}
+	iv := IntervalHistogramsToProto(s) // uncompressed: each kind in its field
+	var d hist.Decoder
+	var sp hist.Sparse
+	for k := range hist.NumKinds {
+		if err := d.Decode(HistogramBytes(iv, k), &sp); err != nil || sp.Total != int64(k)+1 {
+			t.Errorf("interval %s: %d samples (%v), want %d", k, sp.Total, err, int64(k)+1)
+		}
 	}
 }

@@ -1,0 +1,98 @@
+package hist
+
+// Kind names one histogram of a Set.
+type Kind uint8
+
+// The histograms of a Set, in the order reports list them.
+const (
+	// Latency: completed responses, from the request's start (its write,
+	// its connect when it opened its connection, or in open loop its
+	// intended send time) to its last body byte.
+	Latency Kind = iota
+	// Service: open loop only, completed responses from the actual send
+	// (wrk2's uncorrected histogram).
+	Service
+	// Connect: TCP connect time of new connections.
+	Connect
+	// TLSFull and TLSResumed: TLS handshake time of new connections.
+	TLSFull
+	TLSResumed
+	// TTFB: from the request's write to its first response byte.
+	TTFB
+	// NumKinds is the number of kinds (not a kind).
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb"}
+
+// String returns the kind's name: latency, service, connect, tls_full,
+// tls_resumed or ttfb ("unknown" outside them).
+func (k Kind) String() string {
+	if k < NumKinds {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Set is the named histogram set of an interval, a stage or a run (µs,
+// Phalanx's geometry). The zero value has nil histograms: use NewSet.
+type Set struct {
+	Latency, Service, Connect, TLSFull, TLSResumed, TTFB *Histogram
+}
+
+// NewSet returns a set of empty histograms.
+func NewSet() *Set {
+	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New()}
+}
+
+// Get returns the histogram of kind k (nil for a kind outside the set).
+func (s *Set) Get(k Kind) *Histogram {
+	if f := s.field(k); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// Put makes h the histogram of kind k (a kind outside the set is ignored).
+func (s *Set) Put(k Kind, h *Histogram) {
+	if f := s.field(k); f != nil {
+		*f = h
+	}
+}
+
+// field is the one map from kinds to Set's fields.
+func (s *Set) field(k Kind) **Histogram {
+	switch k {
+	case Latency:
+		return &s.Latency
+	case Service:
+		return &s.Service
+	case Connect:
+		return &s.Connect
+	case TLSFull:
+		return &s.TLSFull
+	case TLSResumed:
+		return &s.TLSResumed
+	case TTFB:
+		return &s.TTFB
+	}
+	return nil
+}
+
+// Merge adds every histogram of o to s's of the same kind (exact: both
+// have the package geometry).
+func (s *Set) Merge(o *Set) error {
+	for k := range NumKinds {
+		if err := s.Get(k).Merge(o.Get(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reset empties every histogram, keeping its memory.
+func (s *Set) Reset() {
+	for k := range NumKinds {
+		s.Get(k).Reset()
+	}
+}

@@ -1,0 +1,131 @@
+package measure
+
+import "fmt"
+
+// MaxStatus bounds the status codes counted individually: a final status
+// outside [100, MaxStatus) is a protocol error (ErrProtocol), never a
+// count.
+const MaxStatus = 600
+
+// Counts are the request outcomes of an interval, a stage, an agent or a
+// run. Every request that ended is in exactly one bucket: a status code
+// (completed) or an error kind (failed). The zero value is empty and ready
+// to use.
+type Counts struct {
+	// Issued counts requests written (or attempted). It is kept only on
+	// totals, an agent's or a run's (the engine's Result.Issued): intervals
+	// and stages count outcomes by the time they ended, and a request
+	// issued in one interval may end in another or not at all, so there
+	// Issued is 0. On a total, Issued = Requests + ErrorTotal() + in
+	// flight.
+	Issued int64
+	// Requests counts completed responses (any status code).
+	Requests int64
+	// BytesRead counts response wire bytes (headers, framing, body).
+	BytesRead int64
+	// Status counts completed responses by status code.
+	Status [MaxStatus]int64
+	// Errors counts failed requests by kind.
+	Errors [NumErrorKinds]int64
+	// ConnectionsOpened counts connections opened (and handshaken).
+	ConnectionsOpened int64
+	// Reconnects counts connections reopened after a server close or an
+	// error (not the per-request opens of no-keep-alive mode).
+	Reconnects int64
+	// Retries counts requests sent again because the server never
+	// processed them (HTTP/2 streams above a GOAWAY's last stream ID).
+	Retries int64
+	// HandshakesFull and HandshakesResumed count TLS handshakes.
+	HandshakesFull, HandshakesResumed int64
+	// Missed counts open-loop sends that started more than the engine's
+	// MissThreshold (5 ms) after their intended time (they were still
+	// sent).
+	Missed int64
+	// TLS counts negotiated parameters per connection, keyed
+	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
+	// the first.
+	TLS map[string]int64
+}
+
+// Add adds o to c: the one adder of counters (a field added to Counts is
+// added here).
+func (c *Counts) Add(o *Counts) {
+	c.Issued += o.Issued
+	c.Requests += o.Requests
+	c.BytesRead += o.BytesRead
+	for i := range c.Status {
+		c.Status[i] += o.Status[i]
+	}
+	for i := range c.Errors {
+		c.Errors[i] += o.Errors[i]
+	}
+	c.ConnectionsOpened += o.ConnectionsOpened
+	c.Reconnects += o.Reconnects
+	c.Retries += o.Retries
+	c.Missed += o.Missed
+	c.HandshakesFull += o.HandshakesFull
+	c.HandshakesResumed += o.HandshakesResumed
+	for k, v := range o.TLS {
+		if c.TLS == nil {
+			c.TLS = map[string]int64{}
+		}
+		c.TLS[k] += v
+	}
+}
+
+// ErrorTotal returns the number of failed requests: the one place the
+// error total is computed.
+func (c *Counts) ErrorTotal() int64 {
+	var n int64
+	for _, v := range c.Errors {
+		n += v
+	}
+	return n
+}
+
+// Ended returns the requests that ended: completed plus failed.
+func (c *Counts) Ended() int64 { return c.Requests + c.ErrorTotal() }
+
+// StatusMap returns the non-zero status counts by code.
+func (c *Counts) StatusMap() map[int]int64 {
+	m := map[int]int64{}
+	for code, v := range c.Status {
+		if v != 0 {
+			m[code] = v
+		}
+	}
+	return m
+}
+
+// ErrorMap returns the non-zero error counts by kind name
+// (ErrorKind.String).
+func (c *Counts) ErrorMap() map[string]int64 {
+	m := map[string]int64{}
+	for k, v := range c.Errors {
+		if v != 0 {
+			m[ErrorKind(k).String()] = v
+		}
+	}
+	return m
+}
+
+// AddStatus adds n completed responses of status code. Errors: a code
+// outside [0, MaxStatus).
+func (c *Counts) AddStatus(code int, n int64) error {
+	if code < 0 || code >= MaxStatus {
+		return fmt.Errorf("status code %d outside [0, %d)", code, MaxStatus)
+	}
+	c.Status[code] += n
+	return nil
+}
+
+// AddError adds n failed requests of the kind named name. Errors: a name
+// that is no kind's.
+func (c *Counts) AddError(name string, n int64) error {
+	k, err := ParseErrorKind(name)
+	if err != nil {
+		return err
+	}
+	c.Errors[k] += n
+	return nil
+}

@@ -1,0 +1,51 @@
+package measure
+
+import "fmt"
+
+// ErrorKind classifies a failed request. Every failed request has exactly
+// one kind.
+type ErrorKind uint8
+
+// Error kinds, in report order.
+const (
+	// ErrConnect: the TCP connection could not be opened.
+	ErrConnect ErrorKind = iota
+	// ErrTLS: the TLS handshake failed.
+	ErrTLS
+	// ErrTimeout: the request did not end within the plan's timeout.
+	ErrTimeout
+	// ErrReset: the peer reset the connection (RST).
+	ErrReset
+	// ErrClosed: the peer closed the connection before any response byte.
+	ErrClosed
+	// ErrTruncated: the peer closed the connection inside a response.
+	ErrTruncated
+	// ErrProtocol: the response was not valid HTTP.
+	ErrProtocol
+	// ErrLocal: a client-side limit or failure (file descriptors, ports).
+	ErrLocal
+	// NumErrorKinds is the number of kinds (not a kind).
+	NumErrorKinds
+)
+
+var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local"}
+
+// String returns the kind's report name (lowercase, e.g. "reset"), the
+// key of the proto's Counters.errors map; "unknown" outside the kinds.
+func (k ErrorKind) String() string {
+	if k < NumErrorKinds {
+		return errorKindNames[k]
+	}
+	return "unknown"
+}
+
+// ParseErrorKind returns the kind named name (String's inverse). Errors:
+// a name that is no kind's.
+func ParseErrorKind(name string) (ErrorKind, error) {
+	for k, n := range errorKindNames {
+		if n == name {
+			return ErrorKind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown error kind %q", name)
+}
