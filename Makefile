@@ -45,7 +45,7 @@ test-short: ## run the tests without the race detector
 	go test -count=1 ./...
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
-	go test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine
+	go test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/http1
 	go test -run '^$$' -fuzz '^FuzzParseMix$$' -fuzztime $(FUZZTIME) ./internal/plan
 	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/plan
 	go test -run '^$$' -fuzz '^FuzzDecodeSparse$$' -fuzztime $(FUZZTIME) ./internal/hist

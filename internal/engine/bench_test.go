@@ -86,7 +86,7 @@ func keepAliveConn(b testing.TB, withTLS bool) (*conn, *entry) {
 	e.mono = time.Now()
 	e.windowStart = e.mono
 	e.interval = time.Hour
-	c := e.conns[0]
+	c := e.slots[0].(*conn)
 	en := &e.entries[0]
 	for range 100 { // warm up buffers and TLS state
 		o := c.do(time.Now(), en)

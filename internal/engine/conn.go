@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/http1"
 	"github.com/phalanxload/phalanx/internal/measure"
-	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // conn is one HTTP/1.1 connection slot: a goroutine that keeps one
@@ -33,7 +33,7 @@ type conn struct {
 
 	// Owned by the loop goroutine.
 	dropped bool // the last connection was lost: the next open is a reconnect
-	resp    response
+	resp    http1.Response
 }
 
 func newConn(e *Engine, w *worker, i, j int) *conn {
@@ -149,7 +149,7 @@ func (c *conn) loop() {
 	e := c.e
 	defer c.drop()
 	for {
-		t0, ok := e.next(c.w, c.j, c.timer)
+		t0, ok := e.pacer.next(c.w, c.j, c.timer)
 		if !ok {
 			return
 		}
@@ -248,7 +248,7 @@ func (e *Engine) watch(w *worker) {
 // schedule, up to its cap. The new slot dials when it takes its first
 // ticket, so its connect is part of that request's latency.
 func (e *Engine) grow(w *worker) {
-	if e.plan.Protocol == plan.H2 {
+	if !e.grows {
 		return
 	}
 	for {
@@ -261,8 +261,8 @@ func (e *Engine) grow(w *worker) {
 		}
 	}
 	e.connsMu.Lock()
-	c := newConn(e, w, len(e.conns), int(w.conns.Load()-1))
-	e.conns = append(e.conns, c)
+	c := e.newSlot(e, w, len(e.slots), int(w.conns.Load()-1))
+	e.slots = append(e.slots, c)
 	e.wg.Add(1)
 	e.connsMu.Unlock()
 	go func() {
@@ -359,7 +359,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	}
 	tw := time.Now()
 	started := false
-	if err := readResponse(c.br, en.head, &c.resp, &started); err != nil {
+	if err := http1.ReadResponse(c.br, en.head, &c.resp, &started); err != nil {
 		return c.fail(o, classify(err, started))
 	}
 	o.end = time.Now()
@@ -368,14 +368,14 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		// goroutine): still a timeout, never a success above it.
 		return c.fail(o, measure.ErrTimeout)
 	}
-	if c.resp.status >= measure.MaxStatus {
+	if c.resp.Status >= measure.MaxStatus {
 		return c.fail(o, measure.ErrProtocol)
 	}
-	o.status, o.bytes = c.resp.status, c.resp.wireBytes
-	o.ttfb = c.resp.first.Sub(tw)
-	if c.resp.close || e.plan.NoKeepAlive {
+	o.status, o.bytes = c.resp.Status, c.resp.WireBytes
+	o.ttfb = c.resp.First.Sub(tw)
+	if c.resp.Close || e.plan.NoKeepAlive {
 		c.drop()
-		c.dropped = c.resp.close && !e.plan.NoKeepAlive
+		c.dropped = c.resp.Close && !e.plan.NoKeepAlive
 	}
 	return o
 }

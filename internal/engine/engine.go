@@ -50,10 +50,12 @@ type Engine struct {
 	sched   []uint16 // weighted round-robin order of entries
 
 	workers []*worker
-	connsMu sync.Mutex // guards conns (open loop adds slots while running)
-	conns   []*conn
-	h2conns []*h2conn
-	wg      sync.WaitGroup // connection goroutines
+	pacer   pacer // the load model: when each slot sends
+	newSlot func(e *Engine, w *worker, i, j int) connSlot
+	grows   bool           // open loop may add slots (newSlotFunc)
+	connsMu sync.Mutex     // guards slots (open loop adds slots while running)
+	slots   []connSlot     // every connection slot, in creation order
+	wg      sync.WaitGroup // slot goroutines
 
 	// Set by Run before any connection goroutine starts.
 	mono        time.Time // start instant (monotonic)
@@ -144,6 +146,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.Default()
 	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
+	e.pacer = newPacer(e, p.Load)
+	e.newSlot, e.grows = newSlotFunc(p.Protocol)
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
 	if e.entries, e.sched, err = buildEntries(p, t); err != nil {
 		return nil, err
@@ -198,79 +202,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	for i := range slots {
 		w := e.workers[i%cfg.Workers]
 		j := int(w.conns.Add(1) - 1) // the slot's index within its worker
-		if p.Protocol == plan.H2 {
-			e.h2conns = append(e.h2conns, newH2Conn(e, w, i, j))
-		} else {
-			e.conns = append(e.conns, newConn(e, w, i, j))
-		}
+		e.slots = append(e.slots, e.newSlot(e, w, i, j))
 	}
 	return e, nil
-}
-
-// next blocks until slot j of worker w may send its next request and
-// returns the request's start: its intended send time in open loop (the
-// schedule's next ticket), or now in closed loop (after waiting while the
-// slot is beyond the stage's connection target). ok is false when the slot
-// is done: the window ended (or was ended by EndWindow) or the count ran
-// out. An open-loop ticket still waiting for its time when EndWindow is
-// called is given back unsent.
-func (e *Engine) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
-	if w.open {
-		k := w.ticket.Add(1) - 1
-		off, ok := w.sched.at(float64(k) + w.phase)
-		if !ok {
-			return time.Time{}, false
-		}
-		start = e.mono.Add(off)
-		if !e.windowEnd.IsZero() && !start.Before(e.windowEnd) {
-			return time.Time{}, false
-		}
-		if !w.take() {
-			return time.Time{}, false
-		}
-		w.taken.Add(1)
-		if e.firstOfPhase(w, k, off) {
-			// The run's first send and each stage's first: wait precisely
-			// (timers wake about 1 ms late), so agents start and change
-			// load together. Other sends keep to plain timers.
-			if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
-				return e.giveBack(w)
-			}
-			waitInstant(start)
-		} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
-			return e.giveBack(w)
-		}
-		if e.ended.Load() && !start.Before(e.endedAt) {
-			return e.giveBack(w) // due at or after the window was ended
-		}
-		return start, true
-	}
-	for {
-		now := time.Now()
-		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
-			return time.Time{}, false
-		}
-		// The slot is active while the connection target exceeds j. Beyond
-		// it, wait for the instant the (linear) target reaches j + 1, so
-		// that every agent activates its slots at the same moments; if it
-		// never does again, the slot is done.
-		off, ok := w.sched.reaches(float64(j+1), now.Sub(e.mono))
-		if !ok {
-			return time.Time{}, false
-		}
-		at := e.mono.Add(off)
-		if !at.After(now) {
-			break
-		}
-		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
-			return time.Time{}, false
-		}
-		waitInstant(at)
-	}
-	if !w.take() {
-		return time.Time{}, false
-	}
-	return time.Now(), true
 }
 
 // giveBack returns an open-loop ticket that worker w took but did not send
@@ -368,9 +302,6 @@ func checkFileLimit(conns int) error {
 	return fmt.Errorf("%d connections need about %d file descriptors, the limit is %d (hard %d): raise ulimit -n or use fewer connections per agent", conns, need, lim.Cur, lim.Max)
 }
 
-// Addr returns the resolved address the engine dials.
-func (e *Engine) Addr() string { return e.addr }
-
 // Prepared reports what Prepare opened.
 type Prepared struct {
 	// Connections is the number of connections open and handshaken.
@@ -414,15 +345,10 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 		w.rec.recordConn(k, ci)
 		w.rec.mu.Unlock()
 	}
-	for _, c := range e.conns {
+	for _, c := range e.slots {
 		wg.Add(1)
 		sem <- struct{}{}
-		go open(c.w, func() (*connInfo, *dialError) { return c.dial(ctx, false) })
-	}
-	for _, c := range e.h2conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go open(c.w, func() (*connInfo, *dialError) { return c.dial(ctx, false) })
+		go open(c.worker(), func() (*connInfo, *dialError) { return c.dial(ctx, false) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -536,15 +462,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 
 	release := make(chan struct{})
 	wg := &e.wg
-	for _, c := range e.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-release
-			c.loop()
-		}()
-	}
-	for _, c := range e.h2conns {
+	for _, c := range e.slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -553,7 +471,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}()
 	}
 	for _, w := range e.workers {
-		if w.open && e.plan.Protocol != plan.H2 && w.maxConns > w.conns.Load() {
+		if w.open && e.grows && w.maxConns > w.conns.Load() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -780,11 +698,8 @@ func (e *Engine) countDone() bool {
 // connsMu held, or once no slot can be added.
 func (e *Engine) tallies() []*tally {
 	var out []*tally
-	for _, c := range e.conns {
-		out = append(out, &c.tally)
-	}
-	for _, c := range e.h2conns {
-		out = append(out, &c.tally)
+	for _, c := range e.slots {
+		out = append(out, c.accounts())
 	}
 	return out
 }
@@ -866,13 +781,10 @@ func (e *Engine) stop() {
 		close(e.stopped)
 		e.cancel()
 		e.connsMu.Lock()
-		for _, c := range e.conns {
+		for _, c := range e.slots {
 			c.close()
 		}
 		e.connsMu.Unlock()
-		for _, c := range e.h2conns {
-			c.close()
-		}
 	})
 }
 

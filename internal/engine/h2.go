@@ -185,7 +185,7 @@ func (c *h2conn) streamLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		t0, ok := e.next(c.w, c.j, timer)
+		t0, ok := e.pacer.next(c.w, c.j, timer)
 		if !ok {
 			return
 		}
@@ -634,7 +634,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		if !st.gotHeaders {
 			code, err := strconv.Atoi(f.PseudoValue("status"))
 			if err != nil || code < 100 || code >= measure.MaxStatus {
-				s.endStreamLocked(f.StreamID, st, &protocolError{"bad :status"}, measure.ErrProtocol)
+				s.endStreamLocked(f.StreamID, st, &protocolError{Msg: "bad :status"}, measure.ErrProtocol)
 				s.mu.Unlock()
 				return nil
 			}
@@ -693,7 +693,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		}
 		s.mu.Unlock()
 	case *http2.PushPromiseFrame:
-		return &protocolError{"push promise although push is disabled"}
+		return &protocolError{Msg: "push promise although push is disabled"}
 	}
 	return nil
 }

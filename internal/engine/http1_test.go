@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phalanxload/phalanx/internal/http1"
 	"github.com/phalanxload/phalanx/internal/measure"
 )
 
+// TestReadResponse: internal/http1's parser and the engine's classification
+// of its errors, together (the parser's own tests are in internal/http1).
 func TestReadResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -38,12 +41,12 @@ func TestReadResponse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bufio.NewReaderSize(strings.NewReader(tc.in), 64)
-			var res response
+			var res http1.Response
 			started := false
-			err := readResponse(r, tc.head, &res, &started)
+			err := http1.ReadResponse(r, tc.head, &res, &started)
 			if tc.wantErr {
 				if err == nil {
-					t.Fatalf("readResponse = %+v, nil; want error", res)
+					t.Fatalf("ReadResponse = %+v, nil; want error", res)
 				}
 				if k := classify(err, started); k != tc.wantKind {
 					t.Fatalf("classify(%v) = %v, want %v", err, k, tc.wantKind)
@@ -51,17 +54,17 @@ func TestReadResponse(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("readResponse: %v", err)
+				t.Fatalf("ReadResponse: %v", err)
 			}
-			if res.status != tc.status || res.close != tc.close {
-				t.Fatalf("status, close = %d, %v; want %d, %v", res.status, res.close, tc.status, tc.close)
+			if res.Status != tc.status || res.Close != tc.close {
+				t.Fatalf("status, close = %d, %v; want %d, %v", res.Status, res.Close, tc.status, tc.close)
 			}
 			rest, _ := io.ReadAll(r)
 			if string(rest) != tc.rest {
 				t.Fatalf("left unread %q, want %q", rest, tc.rest)
 			}
-			if want := int64(len(tc.in) - len(tc.rest)); res.wireBytes != want {
-				t.Fatalf("wireBytes = %d, want %d", res.wireBytes, want)
+			if want := int64(len(tc.in) - len(tc.rest)); res.WireBytes != want {
+				t.Fatalf("wireBytes = %d, want %d", res.WireBytes, want)
 			}
 		})
 	}
@@ -74,25 +77,7 @@ func TestClassifyEOF(t *testing.T) {
 	if k := classify(io.ErrUnexpectedEOF, true); k != measure.ErrTruncated {
 		t.Errorf("classify(UnexpectedEOF, started) = %v", k)
 	}
-	if k := classify(&protocolError{"x"}, true); k != measure.ErrProtocol {
+	if k := classify(&protocolError{Msg: "x"}, true); k != measure.ErrProtocol {
 		t.Errorf("classify(protocol) = %v", k)
 	}
-}
-
-func FuzzReadResponse(f *testing.F) {
-	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), false)
-	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"), false)
-	f.Add([]byte("HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"), true)
-	f.Fuzz(func(t *testing.T, in []byte, head bool) {
-		r := bufio.NewReaderSize(strings.NewReader(string(in)), 64)
-		var res response
-		started := false
-		err := readResponse(r, head, &res, &started)
-		if res.wireBytes > int64(len(in)) {
-			t.Fatalf("wireBytes %d > input %d", res.wireBytes, len(in))
-		}
-		if err == nil && (res.status < 100 || res.status > 999) {
-			t.Fatalf("accepted status %d", res.status)
-		}
-	})
 }

@@ -9,13 +9,13 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/phalanxload/phalanx/internal/http1"
 	"github.com/phalanxload/phalanx/internal/measure"
 )
 
-// protocolError marks a malformed response.
-type protocolError struct{ msg string }
-
-func (e *protocolError) Error() string { return "protocol: " + e.msg }
+// protocolError marks a malformed response (internal/http1's type, shared
+// by the HTTP/2 client).
+type protocolError = http1.ProtocolError
 
 // classify maps a request's I/O error to its kind. started reports whether
 // any byte of the response had been read.

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/phalanxload/phalanx/internal/plan"
 )
@@ -119,4 +120,6 @@ func buildRequest(p plan.Plan, t plan.Target, r plan.Request) []byte {
 	return b
 }
 
-func equalFold(a, lower string) bool { return asciiEqualFold([]byte(a), lower) }
+// equalFold compares a header name with a lowercase one; names are RFC
+// 9110 tokens (validated), so ASCII and Unicode folding agree.
+func equalFold(a, lower string) bool { return strings.EqualFold(a, lower) }

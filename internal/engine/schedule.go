@@ -60,8 +60,8 @@ func newSchedule(p plan.Plan, base float64, targets []float64) schedule {
 		return s
 	}
 	prev := base
-	for i, st := range p.Stages {
-		add(st.Duration, prev, targets[i])
+	for i, sp := range p.StageSpans() { // the stages' bounds; targets are this worker's parts
+		add(sp.End-sp.Start, prev, targets[i])
 		prev = targets[i]
 	}
 	s.end = t

@@ -1,4 +1,4 @@
-package engine
+package http1
 
 import (
 	"bufio"
@@ -8,27 +8,33 @@ import (
 	"time"
 )
 
-// response is what readResponse learned about one HTTP/1.x response.
-type response struct {
-	// status is the final (non-1xx) status code.
-	status int
-	// wireBytes counts every byte of the response as read from the
+// Response is what ReadResponse learned about one HTTP/1.x response.
+type Response struct {
+	// Status is the final (non-1xx) status code.
+	Status int
+	// WireBytes counts every byte of the response as read from the
 	// connection: interim responses, status line, headers, chunk framing,
 	// trailers and body.
-	wireBytes int64
-	// close reports that the connection cannot be reused: the server said
+	WireBytes int64
+	// Close reports that the connection cannot be reused: the server said
 	// Connection: close, spoke HTTP/1.0 without keep-alive, or delimited the
 	// body by closing.
-	close bool
-	// first is when the first status line had been read (time to first
+	Close bool
+	// First is when the first status line had been read (time to first
 	// byte, within a read).
-	first time.Time
+	First time.Time
 }
+
+// ProtocolError marks a malformed response (or, for the HTTP/2 client
+// that shares it, a malformed frame or header).
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return "protocol: " + e.Msg }
 
 // maxLine bounds a status, header or chunk-size line (bufio's buffer).
 const maxLine = 16 << 10
 
-// readResponse reads one whole response to a request with the given method
+// ReadResponse reads one whole response to a request with the given method
 // from r, following RFC 9112 section 6.3 for the message body length:
 // HEAD, 1xx, 204 and 304 have no body; then chunked; then Content-Length;
 // otherwise the body runs to connection close. Interim 1xx responses (other
@@ -36,24 +42,24 @@ const maxLine = 16 << 10
 //
 // started is set once the first response byte has been read, so that the
 // caller can tell "closed before response" from "truncated".
-func readResponse(r *bufio.Reader, head bool, res *response, started *bool) error {
-	*res = response{}
+func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) error {
+	*res = Response{}
 	for {
-		line, err := readLine(r, &res.wireBytes)
-		if len(line) > 0 || res.wireBytes > 0 {
+		line, err := readLine(r, &res.WireBytes)
+		if len(line) > 0 || res.WireBytes > 0 {
 			*started = true
 		}
 		if err != nil {
 			return err
 		}
-		if res.first.IsZero() {
-			res.first = time.Now()
+		if res.First.IsZero() {
+			res.First = time.Now()
 		}
 		major, minor, status, ok := parseStatusLine(line)
 		if !ok {
-			return &protocolError{"bad status line"}
+			return &ProtocolError{"bad status line"}
 		}
-		h, err := readHeaders(r, &res.wireBytes)
+		h, err := readHeaders(r, &res.WireBytes)
 		if err != nil {
 			return err
 		}
@@ -61,28 +67,28 @@ func readResponse(r *bufio.Reader, head bool, res *response, started *bool) erro
 			continue // interim response: the final one follows
 		}
 		if status == 101 {
-			return &protocolError{"unexpected 101 Switching Protocols"}
+			return &ProtocolError{"unexpected 101 Switching Protocols"}
 		}
-		res.status = status
-		res.close = h.close || (major == 1 && minor == 0 && !h.keepAlive)
+		res.Status = status
+		res.Close = h.close || (major == 1 && minor == 0 && !h.keepAlive)
 		switch {
 		case head || status == 204 || status == 304:
 			return nil
 		case h.chunked:
-			return readChunked(r, &res.wireBytes)
+			return readChunked(r, &res.WireBytes)
 		case h.contentLength >= 0:
 			n, err := r.Discard(int(h.contentLength))
-			res.wireBytes += int64(n)
+			res.WireBytes += int64(n)
 			if err != nil {
 				return truncated(err)
 			}
 			return nil
 		default:
 			// Delimited by close (RFC 9112 6.3 rule 8): read to EOF.
-			res.close = true
+			res.Close = true
 			for {
 				n, err := r.Discard(r.Size())
-				res.wireBytes += int64(n)
+				res.WireBytes += int64(n)
 				if errors.Is(err, io.EOF) {
 					return nil
 				}
@@ -109,7 +115,7 @@ func readLine(r *bufio.Reader, n *int64) ([]byte, error) {
 	*n += int64(len(line))
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, &protocolError{"line too long"}
+			return nil, &ProtocolError{"line too long"}
 		}
 		if len(line) > 0 || *n > 0 {
 			return line, truncated(err)
@@ -168,14 +174,14 @@ func readHeaders(r *bufio.Reader, n *int64) (headerInfo, error) {
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
-			return h, &protocolError{"bad header line"}
+			return h, &ProtocolError{"bad header line"}
 		}
 		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 		switch {
 		case asciiEqualFold(name, "content-length"):
 			v, ok := parseDecimal(value)
 			if !ok || (h.contentLength >= 0 && h.contentLength != v) {
-				return h, &protocolError{"bad Content-Length"}
+				return h, &ProtocolError{"bad Content-Length"}
 			}
 			h.contentLength = v
 		case asciiEqualFold(name, "transfer-encoding"):
@@ -213,7 +219,7 @@ func readChunked(r *bufio.Reader, n *int64) error {
 		}
 		size, ok := parseHex(bytes.TrimSpace(line))
 		if !ok {
-			return &protocolError{"bad chunk size"}
+			return &ProtocolError{"bad chunk size"}
 		}
 		if size == 0 {
 			// Trailer section, ended by an empty line.
@@ -237,7 +243,7 @@ func readChunked(r *bufio.Reader, n *int64) error {
 			return truncated(err)
 		}
 		if len(line) != 0 {
-			return &protocolError{"missing CRLF after chunk"}
+			return &ProtocolError{"missing CRLF after chunk"}
 		}
 	}
 }

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// pacer is the load model's seam (as vegeta's Pacer): it decides when a
+// slot sends. next blocks until slot j of worker w may send its next
+// request and returns the request's start, its intended send time; ok is
+// false when the slot is done: the window ended (or was ended by
+// EndWindow), the engine stopped or the count ran out. next is called
+// concurrently by every slot's goroutines; timer is the caller's own
+// (stopped, drained) and is left stopped. Each pacer reads the worker's
+// pure schedule (schedule.go): a rate to integrate in open loop, a
+// connection target in closed loop. A connection-rate model is one more
+// pacer.
+type pacer interface {
+	next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool)
+}
+
+// newPacer returns the pacer of load model l.
+func newPacer(e *Engine, l plan.Load) pacer {
+	if l == plan.OpenLoop {
+		return openPacer{e}
+	}
+	return closedPacer{e}
+}
+
+// openPacer sends on the schedule: each call takes the worker's next
+// ticket and waits for its intended time (the schedule's inverse
+// integral). A ticket still waiting for its time when EndWindow is called
+// is given back unsent.
+type openPacer struct{ e *Engine }
+
+func (p openPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
+	e := p.e
+	k := w.ticket.Add(1) - 1
+	off, ok := w.sched.at(float64(k) + w.phase)
+	if !ok {
+		return time.Time{}, false
+	}
+	start = e.mono.Add(off)
+	if !e.windowEnd.IsZero() && !start.Before(e.windowEnd) {
+		return time.Time{}, false
+	}
+	if !w.take() {
+		return time.Time{}, false
+	}
+	w.taken.Add(1)
+	if e.firstOfPhase(w, k, off) {
+		// The run's first send and each stage's first: wait precisely
+		// (timers wake about 1 ms late), so agents start and change
+		// load together. Other sends keep to plain timers.
+		if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+			return e.giveBack(w)
+		}
+		waitInstant(start)
+	} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
+		return e.giveBack(w)
+	}
+	if e.ended.Load() && !start.Before(e.endedAt) {
+		return e.giveBack(w) // due at or after the window was ended
+	}
+	return start, true
+}
+
+// closedPacer keeps slot j active while the worker's connection target
+// exceeds j, waiting while it does not (a stage ramps it), and starts the
+// request now.
+type closedPacer struct{ e *Engine }
+
+func (p closedPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
+	e := p.e
+	for {
+		now := time.Now()
+		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
+			return time.Time{}, false
+		}
+		// The slot is active while the connection target exceeds j. Beyond
+		// it, wait for the instant the (linear) target reaches j + 1, so
+		// that every agent activates its slots at the same moments; if it
+		// never does again, the slot is done.
+		off, ok := w.sched.reaches(float64(j+1), now.Sub(e.mono))
+		if !ok {
+			return time.Time{}, false
+		}
+		at := e.mono.Add(off)
+		if !at.After(now) {
+			break
+		}
+		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+			return time.Time{}, false
+		}
+		waitInstant(at)
+	}
+	if !w.take() {
+		return time.Time{}, false
+	}
+	return time.Now(), true
+}

@@ -1,0 +1,7 @@
+// Package http1 owns the HTTP/1.1 response parser of the load engine
+// (RFC 9112): ReadResponse reads one whole response from a bufio.Reader,
+// counting its wire bytes, and allocates nothing in steady state. It is
+// pure (no connections, no clocks beyond stamping the first byte) and
+// fuzzed (FuzzReadResponse). Connections, request writing and error
+// classification stay in internal/engine.
+package http1
