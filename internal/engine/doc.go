@@ -11,7 +11,9 @@
 //   - A slot (connSlot, slot.go) is one connection the engine runs: an
 //     HTTP/1.1 connection (conn.go; the response parser is internal/http1)
 //     or an HTTP/2 connection slot carrying up to MaxStreams stream slots
-//     (h2.go). A new protocol (QUIC) is one more slot type.
+//     (h2.go), which opens and reopens its connection, the h2session
+//     (h2session.go: framer, reader, flusher, flow control, GOAWAY). A new
+//     protocol (QUIC) is one more slot type.
 //   - A pacer (pacer.go) decides when a slot sends, over the worker's pure
 //     schedule (schedule.go: the target over time, its integral and the
 //     integral's inverse). Closed loop: each active slot sends its next
@@ -24,7 +26,10 @@
 //     one is busy.
 //
 // Each request ends in exactly one outcome, a status code or an error kind,
-// and issued = completed + errors + in-flight at the window's end.
+// and issued = completed + errors + in-flight at the window's end. Every
+// goroutine the engine starts has an owner that joins it: Run joins the
+// slots' loops (and open-loop growth), a slot's loop its stream slots, and
+// a slot its sessions' reader and flusher (on its loop's end and on Close).
 //
 // The engine imports neither gRPC nor protobuf: the agent translates. How a
 // run is stopped across the cluster is told in docs/design.md; here, ctx's

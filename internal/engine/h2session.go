@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/phalanxload/phalanx/internal/measure"
+)
+
+// The HTTP/2 connection (h2session): one TLS connection with its framer,
+// its reader and flusher goroutines, flow control, SETTINGS, GOAWAY and
+// the streams open on it. The slot that owns it, and reopens it, is h2conn
+// (h2.go).
+
+// h2session is one HTTP/2 connection.
+type h2session struct {
+	c   *h2conn
+	nc  net.Conn
+	bw  *bufio.Writer
+	fr  *http2.Framer
+	wmu sync.Mutex // serializes frame writes
+	// flushes wakes the session's flusher (buffered 1): requests' frames
+	// wait in bw for it, so streams that send together share a write(2).
+	flushes chan struct{}
+	done    chan struct{} // closed by fail: stops the flusher
+	// drained asks the flusher (buffered 1) to close the session: a
+	// session drained after GOAWAY is closed by its own goroutine, not by
+	// one started for it under s.mu.
+	drained chan struct{}
+	// wg joins the session's two goroutines (readLoop, flusher); running
+	// counts those not yet returned. The slot owns the session (track,
+	// closeAll).
+	wg      sync.WaitGroup
+	running atomic.Int32
+	// written is the highest stream ID whose HEADERS are in bw (guarded by
+	// wmu); flushed the highest one written to the connection. A stream
+	// above a GOAWAY's last stream ID that never left bw was never sent:
+	// it is sent again without counting as a retry.
+	written uint32
+	flushed atomic.Uint32
+
+	mu          sync.Mutex // guards everything below
+	cond        *sync.Cond
+	streams     map[uint32]*h2stream
+	nextID      uint32
+	active      int
+	limit       int // effective concurrent streams
+	goaway      bool
+	dead        bool
+	err         error
+	peerWindow  int32 // peer's initial stream window (for request bodies)
+	sendWindow  int64 // connection send window
+	maxFrame    uint32
+	connUnacked uint32
+}
+
+// h2stream is one request's stream.
+type h2stream struct {
+	id         uint32
+	done       chan struct{}
+	status     int
+	bytes      int64
+	first      time.Time
+	gotHeaders bool
+	err        error
+	kind       measure.ErrorKind
+	sendWindow int64
+	unacked    uint32
+}
+
+// newSession dials, checks ALPN h2 and exchanges the connection preface.
+func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *connInfo, *dialError) {
+	nc, tc, ci, derr := dialConn(ctx, c.e, c.w, reconnect)
+	if derr != nil {
+		return nil, nil, derr
+	}
+	if tc == nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+		nc.Close()
+		return nil, nil, &dialError{measure.ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
+	}
+	s := &h2session{
+		c: c, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
+		limit: int(c.e.maxStreams.Load()), peerWindow: 65535, sendWindow: 65535, maxFrame: 16384,
+		flushes: make(chan struct{}, 1), done: make(chan struct{}), drained: make(chan struct{}, 1),
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 32<<10))
+	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	s.fr.SetMaxReadFrameSize(1 << 20)
+	_ = nc.SetDeadline(time.Now().Add(c.e.plan.Timeout))
+	_, err := s.bw.WriteString(http2.ClientPreface)
+	if err == nil {
+		err = s.fr.WriteSettings(
+			http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+			http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+			http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20},
+		)
+	}
+	if err == nil {
+		err = s.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	}
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	_ = nc.SetDeadline(time.Time{})
+	if err != nil {
+		nc.Close()
+		return nil, nil, &dialError{classify(err, false), fmt.Errorf("http2 preface to %s: %w", c.e.addr, err)}
+	}
+	s.running.Store(2)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		defer s.running.Add(-1)
+		s.readLoop()
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer s.running.Add(-1)
+		s.flusher()
+	}()
+	c.track(s)
+	return s, ci, nil
+}
+
+// flusher writes out the frames requests leave in bw. Woken by a request,
+// it first yields (runtime.Gosched), so that the other streams made ready
+// by the same response batch or timer tick write their frames too, then
+// flushes them all with one write(2): h2load writes a connection's frames
+// once per event-loop turn the same way, and a write per request cost a
+// third of the agent's CPU in HTTP/2 runs (make bench-profile).
+func (s *h2session) flusher() {
+	for {
+		select {
+		case <-s.flushes:
+		case <-s.drained:
+			s.close(nil)
+			return
+		case <-s.done:
+			return
+		}
+		runtime.Gosched()
+		s.wmu.Lock()
+		var err error
+		if s.bw.Buffered() > 0 {
+			_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+			if err = s.bw.Flush(); err == nil {
+				s.flushed.Store(s.written)
+			}
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			s.failKind(err, classify(err, false), true)
+			return
+		}
+	}
+}
+
+// usable reports whether new streams may start on s.
+func (s *h2session) usable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.dead && !s.goaway
+}
+
+// close ends the session, failing open streams with err (nil: closed).
+func (s *h2session) close(err error) {
+	s.fail(err, true)
+}
+
+// closeAndJoin closes the session and waits for its goroutines. Never
+// called from them.
+func (s *h2session) closeAndJoin() {
+	s.close(net.ErrClosed)
+	s.wg.Wait()
+}
+
+// drain asks the flusher to close the session, which nothing will use
+// again (drained after GOAWAY). Safe with s.mu held.
+func (s *h2session) drain() {
+	select {
+	case s.drained <- struct{}{}:
+	default:
+	}
+}
+
+// fail marks the session dead and ends every open stream: closed, or
+// truncated when its response had begun.
+func (s *h2session) fail(err error, closeConn bool) { s.failKind(err, measure.ErrClosed, closeConn) }
+
+// failKind is fail with the kind of error for streams whose response had
+// not begun (a failed write: the request may not have been sent).
+func (s *h2session) failKind(err error, unanswered measure.ErrorKind, closeConn bool) {
+	if err == nil {
+		err = errH2Closed
+	}
+	s.mu.Lock()
+	if !s.dead {
+		s.dead = true
+		s.err = err
+		close(s.done)
+		for id, st := range s.streams {
+			kind := unanswered
+			if st.gotHeaders {
+				kind = measure.ErrTruncated
+			}
+			s.endStreamLocked(id, st, err, kind)
+		}
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	if closeConn {
+		s.nc.Close()
+	}
+}
+
+// endStreamLocked completes a stream. Called with s.mu held.
+func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) {
+	if _, ok := s.streams[id]; !ok {
+		return
+	}
+	delete(s.streams, id)
+	st.err, st.kind = err, kind
+	s.active--
+	s.cond.Broadcast()
+	close(st.done)
+	if s.goaway && s.active == 0 && !s.dead {
+		// Drained after GOAWAY: nothing more will use this connection.
+		s.drain()
+	}
+}
+
+// roundTrip sends one request on a new stream and waits for its end or
+// the deadline.
+func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBytes int64, ttfb time.Duration, kind measure.ErrorKind, err error) {
+	s.mu.Lock()
+	for !s.dead && !s.goaway && s.active >= s.limit {
+		s.cond.Wait()
+	}
+	if s.dead || s.goaway {
+		s.mu.Unlock()
+		return 0, 0, 0, 0, errH2NotSent
+	}
+	s.active++ // the slot is ours; the stream ID comes with the write lock
+	s.mu.Unlock()
+
+	// Stream IDs must open in increasing order (RFC 9113 section 5.1.1):
+	// assign the ID under the write lock, right before the HEADERS.
+	s.wmu.Lock()
+	s.mu.Lock()
+	if s.dead || s.goaway {
+		// A GOAWAY arrived while this slot waited for the write lock: the
+		// stream would be above its last stream ID.
+		s.active--
+		s.cond.Broadcast()
+		drained := s.goaway && s.active == 0 && !s.dead
+		s.mu.Unlock()
+		s.wmu.Unlock()
+		if drained {
+			s.drain()
+		}
+		return 0, 0, 0, 0, errH2NotSent
+	}
+	st := &h2stream{id: s.nextID, done: make(chan struct{}), sendWindow: int64(s.peerWindow)}
+	s.nextID += 2
+	s.streams[st.id] = st
+	s.mu.Unlock()
+	_ = s.nc.SetWriteDeadline(deadline)
+	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: en.h2, EndStream: len(en.body) == 0, EndHeaders: true})
+	s.written = st.id
+	if err == nil && len(en.body) > 0 {
+		err = s.writeBody(st, en.body, deadline)
+	}
+	s.wmu.Unlock()
+	if err == nil {
+		select { // the flusher sends it, with the frames of streams ready now
+		case s.flushes <- struct{}{}:
+		default: // already woken: it will find these frames too
+		}
+	}
+	tw := time.Now()
+	if err != nil {
+		s.fail(err, true)
+		<-st.done // ended by fail, or earlier by a GOAWAY that refused it
+		if errors.Is(st.err, errH2Refused) {
+			return 0, 0, 0, st.kind, st.err // never processed: resend
+		}
+		return 0, 0, 0, classify(err, false), err
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	select {
+	case <-st.done:
+		timer.Stop()
+	case <-timer.C:
+		s.mu.Lock()
+		s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
+		s.mu.Unlock()
+		_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
+		<-st.done
+	}
+	if st.err != nil {
+		return 0, st.bytes, 0, st.kind, st.err
+	}
+	return st.status, st.bytes, st.first.Sub(tw), 0, nil
+}
+
+var errTimeout = errors.New("http2: stream timed out")
+
+// writeBody writes a request body within the peer's flow-control windows.
+// Called with wmu held.
+func (s *h2session) writeBody(st *h2stream, body []byte, deadline time.Time) error {
+	wake := time.AfterFunc(time.Until(deadline), func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer wake.Stop()
+	for len(body) > 0 {
+		s.mu.Lock()
+		for !s.dead && (s.sendWindow <= 0 || st.sendWindow <= 0) {
+			if time.Now().After(deadline) {
+				s.mu.Unlock()
+				return errTimeout
+			}
+			s.wmu.Unlock()
+			s.cond.Wait()
+			s.mu.Unlock()
+			s.wmu.Lock()
+			s.mu.Lock()
+		}
+		if s.dead {
+			s.mu.Unlock()
+			return s.err
+		}
+		n := min(int64(len(body)), s.sendWindow, st.sendWindow, int64(s.maxFrame))
+		s.sendWindow -= n
+		st.sendWindow -= n
+		s.mu.Unlock()
+		if err := s.fr.WriteData(st.id, int(n) == len(body), body[:n]); err != nil {
+			return err
+		}
+		body = body[n:]
+	}
+	return nil
+}
+
+// readLoop reads frames until the connection fails or closes.
+func (s *h2session) readLoop() {
+	for {
+		f, err := s.fr.ReadFrame()
+		if err != nil {
+			s.fail(err, true)
+			return
+		}
+		if err := s.handle(f); err != nil {
+			s.fail(err, true)
+			return
+		}
+	}
+}
+
+// handle processes one frame from the server.
+func (s *h2session) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		s.mu.Lock()
+		err := f.ForeachSetting(func(set http2.Setting) error {
+			switch set.ID {
+			case http2.SettingMaxConcurrentStreams:
+				s.limit = min(int(s.c.e.maxStreams.Load()), int(set.Val))
+				s.c.e.noteMaxStreams(s.limit)
+			case http2.SettingInitialWindowSize:
+				delta := int64(set.Val) - int64(s.peerWindow)
+				s.peerWindow = int32(set.Val)
+				for _, st := range s.streams {
+					st.sendWindow += delta
+				}
+			case http2.SettingMaxFrameSize:
+				s.maxFrame = set.Val
+			}
+			return nil
+		})
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return s.write(func() error { return s.fr.WriteSettingsAck() })
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return s.write(func() error { return s.fr.WritePing(true, f.Data) })
+	case *http2.GoAwayFrame:
+		s.mu.Lock()
+		s.goaway = true
+		flushed := s.flushed.Load()
+		for id, st := range s.streams {
+			if id > f.LastStreamID {
+				err := errH2Refused // sent, never processed: a retry
+				if id > flushed {
+					err = errH2NotSent // still in our buffer: never sent
+				}
+				s.endStreamLocked(id, st, err, measure.ErrClosed)
+			}
+		}
+		if s.active == 0 && !s.dead {
+			s.drain()
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		s.c.sessionLost(s)
+	case *http2.WindowUpdateFrame:
+		s.mu.Lock()
+		if f.StreamID == 0 {
+			s.sendWindow += int64(f.Increment)
+		} else if st := s.streams[f.StreamID]; st != nil {
+			st.sendWindow += int64(f.Increment)
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	case *http2.MetaHeadersFrame:
+		s.mu.Lock()
+		st := s.streams[f.StreamID]
+		if st == nil {
+			s.mu.Unlock()
+			return nil // a stream we gave up on (timeout)
+		}
+		st.bytes += int64(9 + f.Length)
+		if !st.gotHeaders {
+			code, err := strconv.Atoi(f.PseudoValue("status"))
+			if err != nil || code < 100 || code >= measure.MaxStatus {
+				s.endStreamLocked(f.StreamID, st, &protocolError{Msg: "bad :status"}, measure.ErrProtocol)
+				s.mu.Unlock()
+				return nil
+			}
+			if code < 200 {
+				s.mu.Unlock()
+				return nil // interim response: the final one follows
+			}
+			st.status, st.gotHeaders, st.first = code, true, time.Now()
+		}
+		if f.StreamEnded() {
+			s.endStreamLocked(f.StreamID, st, nil, 0)
+		}
+		s.mu.Unlock()
+	case *http2.DataFrame:
+		n := uint32(f.Length)
+		s.mu.Lock()
+		st := s.streams[f.StreamID]
+		var streamUpdate uint32
+		if st != nil {
+			st.bytes += int64(9 + n)
+			st.unacked += n
+			if st.unacked >= h2UpdateAt && !f.StreamEnded() {
+				streamUpdate, st.unacked = st.unacked, 0
+			}
+			if f.StreamEnded() {
+				s.endStreamLocked(f.StreamID, st, nil, 0)
+			}
+		}
+		s.connUnacked += n
+		connUpdate := uint32(0)
+		if s.connUnacked >= h2UpdateAt {
+			connUpdate, s.connUnacked = s.connUnacked, 0
+		}
+		s.mu.Unlock()
+		if connUpdate > 0 || streamUpdate > 0 {
+			return s.write(func() error {
+				if connUpdate > 0 {
+					if err := s.fr.WriteWindowUpdate(0, connUpdate); err != nil {
+						return err
+					}
+				}
+				if streamUpdate > 0 {
+					return s.fr.WriteWindowUpdate(f.StreamID, streamUpdate)
+				}
+				return nil
+			})
+		}
+	case *http2.RSTStreamFrame:
+		s.mu.Lock()
+		if st := s.streams[f.StreamID]; st != nil {
+			if f.ErrCode == http2.ErrCodeRefusedStream {
+				s.endStreamLocked(f.StreamID, st, errH2Refused, measure.ErrClosed)
+			} else {
+				s.endStreamLocked(f.StreamID, st, fmt.Errorf("http2: stream reset by server: %v", f.ErrCode), measure.ErrReset)
+			}
+		}
+		s.mu.Unlock()
+	case *http2.PushPromiseFrame:
+		return &protocolError{Msg: "push promise although push is disabled"}
+	}
+	return nil
+}
+
+// write runs one frame write under the write lock and flushes.
+//
+// The write gets a fresh deadline: the last one set may be a timed-out
+// stream's, already past, and a failed write would make crypto/tls refuse
+// every later write on the connection.
+func (s *h2session) write(f func() error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+	if err := f(); err != nil {
+		return err
+	}
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	s.flushed.Store(s.written)
+	return nil
+}
