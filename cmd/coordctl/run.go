@@ -264,11 +264,11 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 		return p, &usageError{fmt.Errorf("-c/--connections %d: want at least 1", f.connections)}
 	}
 	p.SetDefaults()
-	t, err := p.Check()
+	parsed, err := p.Check()
 	if err != nil {
 		return p, &usageError{flagErrors(cmd, file, err)}
 	}
-	if err := tlsOnly(cmd, file, &p, t); err != nil {
+	if err := tlsOnly(cmd, file, &p, parsed.Target); err != nil {
 		return p, &usageError{err}
 	}
 	return p, nil

@@ -125,10 +125,11 @@ func (w *worker) take() bool {
 // per connection). It opens no connection.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	p := cfg.Share.Plan
-	t, err := p.Check()
+	parsed, err := p.Check()
 	if err != nil {
 		return nil, err
 	}
+	t := parsed.Target
 	if cfg.Share.Connections < 1 {
 		return nil, fmt.Errorf("share has %d connections: want at least 1", cfg.Share.Connections)
 	}
@@ -149,7 +150,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.pacer = newPacer(e, p.Load)
 	e.newSlot, e.grows = newSlotFunc(p.Protocol)
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
-	if e.entries, e.sched, err = buildEntries(p, t); err != nil {
+	if e.entries, e.sched, err = buildEntries(p, parsed.Entries); err != nil {
 		return nil, err
 	}
 	if err := checkFileLimit(cfg.Share.Connections); err != nil {

@@ -23,23 +23,20 @@ type entry struct {
 // buildEntries serializes the plan's requests and returns the weighted
 // round-robin schedule: entry indexes in smooth weighted round-robin order
 // (nginx's algorithm), so that every connection cycling through it sends
-// each request in exact proportion to its weight. base is the plan's parsed
-// target, the one request's when there is no mix.
-func buildEntries(p plan.Plan, base plan.Target) ([]entry, []uint16, error) {
+// each request in exact proportion to its weight. targets are the
+// requests' parsed URLs (plan.Parsed.Entries), in p.Entries' order.
+func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error) {
 	reqs := p.Entries()
+	if len(targets) != len(reqs) {
+		return nil, nil, fmt.Errorf("%d request targets for %d requests", len(targets), len(reqs))
+	}
 	if len(reqs) > 1<<16 {
 		return nil, nil, fmt.Errorf("request mix has %d entries: at most 65536", len(reqs))
 	}
 	var entries []entry
 	total := 0
-	for _, r := range reqs {
-		t := base
-		if len(p.Mix) > 0 {
-			var err error
-			if t, err = plan.ParseTarget(r.URL); err != nil {
-				return nil, nil, fmt.Errorf("request %s %s: %w", r.Method, r.URL, err)
-			}
-		}
+	for i, r := range reqs {
+		t := targets[i]
 		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD"}
 		en.h1 = buildRequest(p, t, r)
 		if p.Protocol == plan.H2 {

@@ -276,11 +276,20 @@ func (p *Plan) Validate() error {
 	return err
 }
 
-// Check is Validate that also returns the plan's parsed target: the URL is
-// parsed once, here, and callers (the engine, coordctl) use the result
-// instead of parsing it again. The target is the zero Target when the
-// error is not nil.
-func (p *Plan) Check() (Target, error) {
+// Parsed is what Check parsed from a valid plan, so that no caller parses
+// a URL again.
+type Parsed struct {
+	// Target is the plan's URL.
+	Target Target
+	// Entries are the targets of the requests Entries returns, in order:
+	// the mix's URLs, or Target alone.
+	Entries []Target
+}
+
+// Check is Validate that also returns what it parsed: the URL (and each
+// mix URL) is parsed once, here, and callers (the engine, coordctl) use the
+// result. Parsed is zero when the error is not nil.
+func (p *Plan) Check() (Parsed, error) {
 	var errs []error
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
@@ -335,8 +344,11 @@ func (p *Plan) Check() (Target, error) {
 			bad(hp.field, fmt.Sprintf("%q", hp.v), "want HOST:PORT")
 		}
 	}
-	if terr == nil {
-		errs = append(errs, p.validateMix(t)...)
+	entries := []Target{t}
+	if terr == nil && len(p.Mix) > 0 {
+		var mixErrs []error
+		entries, mixErrs = p.validateMix(t)
+		errs = append(errs, mixErrs...)
 	}
 	errs = append(errs, p.validateLoad()...)
 	errs = append(errs, p.TLS.validate(p.Protocol == H2)...)
@@ -356,9 +368,9 @@ func (p *Plan) Check() (Target, error) {
 		bad("agents", fmt.Sprint(p.Agents), fmt.Sprintf("want at most connections (%d): every agent needs a connection", p.Connections))
 	}
 	if len(errs) > 0 {
-		return Target{}, errors.Join(errs...)
+		return Parsed{}, errors.Join(errs...)
 	}
-	return t, nil
+	return Parsed{Target: t, Entries: entries}, nil
 }
 
 // Target is a parsed target URL.
@@ -426,12 +438,15 @@ func validToken(s string) bool {
 	return true
 }
 
-// validateMix checks the request mix against the plan's target, base.
-func (p *Plan) validateMix(base Target) []error {
+// validateMix checks the request mix against the plan's target, base, and
+// returns each entry's parsed target.
+func (p *Plan) validateMix(base Target) ([]Target, []error) {
 	var errs []error
+	targets := make([]Target, len(p.Mix))
 	for i, r := range p.Mix {
 		field := fmt.Sprintf("mix[%d]", i)
 		t, err := ParseTarget(r.URL)
+		targets[i] = t
 		switch {
 		case err != nil:
 			errs = append(errs, &FieldError{field + ".url", fmt.Sprintf("%q", r.URL), err.Error()})
@@ -450,7 +465,7 @@ func (p *Plan) validateMix(base Target) []error {
 			}
 		}
 	}
-	return errs
+	return targets, errs
 }
 
 // Entries returns the requests the plan sends: its mix, or the one request

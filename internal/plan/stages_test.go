@@ -67,16 +67,23 @@ func TestLoadExplicit(t *testing.T) {
 	}
 }
 
-// TestCheckTarget: Check returns the target Validate parsed.
+// TestCheckTarget: Check returns the targets Validate parsed: the URL and
+// each request's, in Entries' order.
 func TestCheckTarget(t *testing.T) {
 	p := Plan{URL: "https://127.0.0.1:8443/a?b"}
 	p.SetDefaults()
 	got, err := p.Check()
-	if err != nil || got.RequestURI != "/a?b" || got.Port != "8443" || !got.TLS {
+	if err != nil || got.Target.RequestURI != "/a?b" || got.Target.Port != "8443" || !got.Target.TLS ||
+		len(got.Entries) != 1 || got.Entries[0] != got.Target {
 		t.Fatalf("Check() = %+v, %v", got, err)
 	}
+	p.Mix = []Request{{Method: "GET", URL: "https://127.0.0.1:8443/x", Weight: 1}, {Method: "POST", URL: "https://127.0.0.1:8443/y?z", Weight: 2}}
+	got, err = p.Check()
+	if err != nil || len(got.Entries) != 2 || got.Entries[0].RequestURI != "/x" || got.Entries[1].RequestURI != "/y?z" {
+		t.Fatalf("Check() with a mix = %+v, %v", got, err)
+	}
 	p.URL = "ftp://x/"
-	if got, err := p.Check(); err == nil || got != (Target{}) {
-		t.Fatalf("Check() of a bad URL = %+v, %v, want the zero target and an error", got, err)
+	if got, err := p.Check(); err == nil || got.Entries != nil || got.Target != (Target{}) {
+		t.Fatalf("Check() of a bad URL = %+v, %v, want the zero Parsed and an error", got, err)
 	}
 }
