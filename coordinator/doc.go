@@ -7,6 +7,12 @@
 // (NTP-style, minimum-RTT sample), open one Run stream per agent and send its
 // share, wait until every agent is Ready, send every agent one start instant
 // translated into its own clock, then merge the agents' interval histograms
-// exactly as they arrive. The coordinator never imports the agent; they meet
-// in proto.
+// exactly as they arrive (internal/merge). The coordinator never imports the
+// agent (they meet in proto) nor the engine.
+//
+// The protocol steps, one file each: registry.go (runs in progress, StopRun,
+// run IDs), prepare.go (agent selection, clock sync, shares, the Ready
+// barrier, the start instant), loop.go (receive pumps and the run loop),
+// result.go (the merged RunResult). Every goroutine a run starts is joined
+// before RunPlanWith returns.
 package coordinator

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -55,16 +56,11 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 	}
 	p := plan.Plan{URL: "https://x/", Connections: agents, Duration: time.Hour}
 	p.SetDefaults()
-	m := newMerger(p, agents) // rounds of `agents` adds each complete interval 0 again
+	m := merge.New(p, agents) // rounds of `agents` adds each complete interval 0 again
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		iv := msgs[i%len(msgs)]
-		counts, err := wire.CountsFromProto(iv.GetCounters()) // as the run loop does
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := m.add(i%agents, 2, time.Unix(0, 0), iv, &counts); err != nil {
+		if _, _, err := addInterval(m, i%agents, 2, time.Unix(0, 0), msgs[i%len(msgs)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,223 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+var errNoAgents = errors.New("no agents alive")
+
+// selectAgents picks the agents for p: every live agent that no run of this
+// coordinator is using, or the first p.Agents of them by name, never more
+// than p.Connections. An agent busy with another coordinator's run refuses
+// the share (FailedPrecondition), which fails the run before it starts.
+func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
+	live := c.Agents()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var free []*pb.NodeMeta
+	for _, m := range live {
+		if !c.busy[m.GetName()] {
+			free = append(free, m)
+		}
+	}
+	if len(free) == 0 {
+		if len(live) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "no free agents: all %d live agents are in another run", len(live))
+		}
+		return nil, fmt.Errorf("%w: start agents with --join %s", errNoAgents, c.GossipAddr())
+	}
+	n := len(free)
+	if p.Agents > 0 {
+		if p.Agents > n {
+			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d free (of %d live)", p.Agents, n, len(live))
+		}
+		n = p.Agents
+	}
+	n = min(n, p.Connections)
+	for _, m := range free[:n] {
+		c.busy[m.GetName()] = true
+	}
+	return free[:n], nil
+}
+
+// releaseAgents returns agents taken by selectAgents.
+func (c *Coordinator) releaseAgents(agents []*pb.NodeMeta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range agents {
+		delete(c.busy, m.GetName())
+	}
+}
+
+// prepare connects to every agent, syncs its clock, sends its share and
+// waits for its Ready, all agents in parallel, bounded by PrepareTimeout: the
+// barrier before the start. A StopRun meanwhile abandons the preparation at
+// once (Canceled). Errors: gRPC status errors (DeadlineExceeded when the
+// agents were not ready in time).
+func (rn *run) prepare() error {
+	c := rn.c
+	prepCtx, prepCancel := context.WithTimeout(rn.ctx, c.cfg.PrepareTimeout)
+	defer prepCancel()
+	// A stop while the agents prepare abandons the preparation at once.
+	// The watcher ends with the preparation; stopWatch joins it.
+	prepared := make(chan struct{})
+	watcher := make(chan struct{})
+	go func() {
+		defer close(watcher)
+		select {
+		case <-rn.active.stop:
+			prepCancel()
+		case <-prepared:
+		}
+	}()
+	errs := make([]error, len(rn.agents))
+	var wg sync.WaitGroup
+	for i, r := range rn.agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rn.prepareAgent(prepCtx, r)
+		}()
+	}
+	wg.Wait()
+	close(prepared)
+	<-watcher
+	if rn.active.stopRequested() {
+		rn.log.Info("run stopped before its start")
+		return rn.stoppedBeforeStart()
+	}
+	if err := errors.Join(errs...); err != nil {
+		if prepCtx.Err() != nil && rn.ctx.Err() == nil {
+			return status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
+		}
+		return toStatus(err)
+	}
+	return nil
+}
+
+// stoppedBeforeStart is the error of a run stopped while its agents
+// prepared.
+func (rn *run) stoppedBeforeStart() error {
+	return status.Errorf(codes.Canceled, "run %s stopped before its start: nothing was measured", rn.id)
+}
+
+// start picks one start instant in the coordinator's clock (StartDelay
+// plus twice the largest RTT ahead) and sends it to each agent in its own
+// clock. Errors: Canceled after a StopRun, Unavailable when an agent's
+// stream is broken.
+func (rn *run) start() error {
+	var maxRTT time.Duration
+	for _, r := range rn.agents {
+		maxRTT = max(maxRTT, r.rtt)
+	}
+	rn.startAt = time.Now().Add(rn.c.cfg.StartDelay + 2*maxRTT)
+	if rn.active.stopRequested() {
+		rn.log.Info("run stopped before its start")
+		return rn.stoppedBeforeStart()
+	}
+	for _, r := range rn.agents {
+		at := rn.startAt.Add(r.offset).UnixNano()
+		if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: at}}}); err != nil {
+			return status.Errorf(codes.Unavailable, "start agent %s: %v", r.meta.GetName(), err)
+		}
+	}
+	rn.log.Info("run started", "agents", len(rn.agents), "connections", rn.p.Connections, "duration", rn.p.Duration)
+	return nil
+}
+
+// prepareAgent connects to one agent, estimates its clock offset, sends its
+// share and waits for Ready. The stream lives on rn.ctx (the run); the
+// waits are bounded by prepCtx.
+func (rn *run) prepareAgent(prepCtx context.Context, r *agentRun) error {
+	c := rn.c
+	name := r.meta.GetName()
+	conn, err := grpc.NewClient(r.meta.GetGrpcAddr(),
+		c.dialCreds,
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 2 * time.Second}),
+	)
+	if err != nil {
+		return fmt.Errorf("agent %s at %s: %w", name, r.meta.GetGrpcAddr(), err)
+	}
+	r.conn = conn
+	client := pb.NewAgentServiceClient(conn)
+	if r.offset, r.rtt, err = measureClock(prepCtx, client, c.cfg.ClockSamples); err != nil {
+		return fmt.Errorf("agent %s clock: %w", name, err)
+	}
+	r.stream, err = client.Run(rn.ctx)
+	if err != nil {
+		return fmt.Errorf("agent %s: open run stream: %w", name, err)
+	}
+	if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Setup{Setup: wire.ShareToProto(r.share)}}); err != nil {
+		return fmt.Errorf("agent %s: send share: %w", name, err)
+	}
+	type recv struct {
+		msg *pb.RunResponse
+		err error
+	}
+	ch := make(chan recv, 1)
+	rn.spawn(func() { // ends with the stream: at the Ready, or when the run ends
+		msg, err := r.stream.Recv()
+		ch <- recv{msg, err}
+	})
+	select {
+	case <-prepCtx.Done():
+		return fmt.Errorf("agent %s: not ready: %w", name, prepCtx.Err())
+	case rv := <-ch:
+		if rv.err != nil {
+			st := status.Convert(rv.err)
+			switch st.Code() {
+			case codes.InvalidArgument, codes.FailedPrecondition:
+				return status.Error(st.Code(), st.Message())
+			case codes.Unavailable:
+				// The agent could not reach the target (its message names
+				// the agent and the cause), or the agent itself vanished.
+				return status.Error(codes.FailedPrecondition, st.Message())
+			}
+			return status.Errorf(codes.Aborted, "agent %s: %s", name, st.Message())
+		}
+		if r.ready = rv.msg.GetReady(); r.ready == nil {
+			return fmt.Errorf("agent %s: expected ready, got %T", name, rv.msg.GetMsg())
+		}
+		if r.ready.GetUsableCpus() > 0 {
+			r.cpus = r.ready.GetUsableCpus()
+		}
+	}
+	return nil
+}
+
+// measureClock estimates agent clock minus coordinator clock NTP-style:
+// offset = agent time - (send time + RTT/2), keeping the minimum-RTT sample
+// of n.
+func measureClock(ctx context.Context, client pb.AgentServiceClient, n int) (offset, rtt time.Duration, err error) {
+	rtt = -1
+	for range n {
+		ctx1, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t0 := time.Now()
+		resp, err := client.Clock(ctx1, &pb.ClockRequest{})
+		t1 := time.Now()
+		cancel()
+		if err != nil {
+			return 0, 0, err
+		}
+		d := t1.Sub(t0)
+		if rtt < 0 || d < rtt {
+			rtt = d
+			mid := t0.Add(d / 2)
+			offset = time.Unix(0, resp.GetNowUnixNano()).Sub(mid.Round(0))
+		}
+	}
+	return offset, rtt, nil
+}

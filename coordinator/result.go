@@ -1,0 +1,189 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/merge"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// result builds the run's merged result: the merge's histograms, timeline
+// and stages, each agent's row, the window (merge.Window) and the stages
+// cut to it when stopped early, and the skews in the coordinator's clock.
+func (rn *run) result() (*pb.RunResult, error) {
+	runID, p, startAt, runs, m := rn.id, rn.p, rn.startAt, rn.agents, rn.m
+	res := &pb.RunResult{
+		RunId:             runID,
+		Plan:              wire.PlanToProto(plan.Redacted(p)), // no secret in what is kept
+		StartedAtUnixNano: startAt.UnixNano(),
+		Window:            durationpb.New(p.Duration),
+	}
+	var total, warmup measure.Counts
+	// The CA and body are inputs, not results; keep the stored result small.
+	res.Plan.Body = nil
+	if res.Plan.Tls != nil {
+		res.Plan.Tls.CaPem = nil
+	}
+	hs, err := wire.HistogramsToProto(m.Total())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encode merged histograms: %v", err)
+	}
+	res.Histograms = hs
+	tl, err := m.Timeline()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encode interval histograms: %v", err)
+	}
+	if res.Timeline, err = timelineToProto(tl); err != nil {
+		return nil, status.Errorf(codes.Internal, "timeline: %v", err)
+	}
+	if p.Warmup > 0 {
+		res.WarmupDuration = durationpb.New(p.Warmup)
+	}
+	var ends []time.Duration // each agent's window end, from its window start
+	var firstMin, firstMax time.Time
+	for _, r := range runs {
+		ar := &pb.AgentResult{
+			Name:        r.meta.GetName(),
+			GrpcAddr:    r.meta.GetGrpcAddr(),
+			Connections: int64(r.share.Connections),
+			Requests:    r.counters.Requests,
+			Errors:      r.counters.ErrorTotal(),
+			CpuTime:     durationpb.New(r.cpu),
+			Cpus:        r.cpus,
+			ClockOffset: durationpb.New(r.offset),
+			Rtt:         durationpb.New(r.rtt),
+			CpuList:     r.ready.GetCpuList(),
+			Missed:      r.counters.Missed,
+		}
+		total.Add(&r.counters)
+		if r.err != nil {
+			ar.Error = r.err.Error()
+		}
+		if d := r.done; d != nil {
+			// The agent's window, in its own clock: from its start instant
+			// plus the warm-up to its reported end.
+			agentWindowStart := startAt.Add(r.offset + p.Warmup)
+			if we := d.GetWindowEndUnixNano(); we != 0 {
+				ends = append(ends, time.Unix(0, we).Sub(agentWindowStart))
+			}
+			if d.GetStopped() {
+				res.StoppedEarly = true
+			}
+			w, err := wire.CountsFromProto(d.GetWarmup())
+			if err != nil && ar.Error == "" {
+				ar.Error = fmt.Sprintf("agent %s: warm-up %v", r.meta.GetName(), err)
+			}
+			warmup.Add(&w)
+			if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
+				res.MaxStreams = ms
+			}
+			ar.InFlight = d.GetInFlight()
+			ar.Issued = d.GetIssued()
+			res.InFlight += d.GetInFlight()
+			if fs := d.GetFirstSendUnixNano(); fs != 0 {
+				first := time.Unix(0, fs).Add(-r.offset) // in the coordinator's clock
+				ar.StartOffset = durationpb.New(first.Sub(startAt))
+				if firstMin.IsZero() || first.Before(firstMin) {
+					firstMin = first
+				}
+				if first.After(firstMax) {
+					firstMax = first
+				}
+			}
+		}
+		if r.done == nil {
+			// No Done: the agent failed mid-run. Its issued requests are
+			// those whose outcome it reported; any still in flight are
+			// unknown, and its row says why.
+			ar.Issued = r.counters.Ended()
+		}
+		total.Issued += ar.Issued
+		res.Agents = append(res.Agents, ar)
+	}
+	res.Counters = wire.CountsToProto(&total)
+	res.Warmup = wire.CountsToProto(&warmup)
+	if !firstMin.IsZero() {
+		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
+	}
+	window := merge.Window(p.Duration, ends, res.StoppedEarly)
+	res.Window = durationpb.New(window)
+	if res.StoppedEarly {
+		// Stages cut by the stop report the part that ran, so that their
+		// rates are over the time they had; later stages are empty.
+		merge.Cut(m.Stages(), window)
+	}
+	if res.Stages, err = stagesToProto(m.Stages()); err != nil {
+		return nil, status.Errorf(codes.Internal, "encode stage histograms: %v", err)
+	}
+	// Stage change skew: when each agent began sending on stage i's
+	// schedule, in the coordinator's clock.
+	for i := 1; i < len(res.Stages); i++ {
+		var lo, hi time.Time
+		for _, r := range runs {
+			ch := r.done.GetStageChangeUnixNano()
+			if r.done == nil || i-1 >= len(ch) || ch[i-1] == 0 {
+				continue
+			}
+			at := time.Unix(0, ch[i-1]).Add(-r.offset)
+			if lo.IsZero() || at.Before(lo) {
+				lo = at
+			}
+			if at.After(hi) {
+				hi = at
+			}
+		}
+		if !lo.IsZero() {
+			res.Stages[i].ChangeSkew = durationpb.New(hi.Sub(lo))
+		}
+	}
+	return res, nil
+}
+
+// timelineToProto converts the merged timeline.
+func timelineToProto(tl []*merge.Point) ([]*pb.TimelinePoint, error) {
+	out := make([]*pb.TimelinePoint, 0, len(tl))
+	for _, pt := range tl {
+		tp := &pb.TimelinePoint{
+			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
+			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
+			TargetRps: pt.TargetRPS,
+		}
+		h, err := hist.Decode(pt.Latency)
+		if err != nil {
+			return nil, fmt.Errorf("interval %d: %w", pt.Index, err)
+		}
+		if h.Count() > 0 {
+			tp.P50Us = h.ValueAtPercentile(50)
+			tp.P90Us = h.ValueAtPercentile(90)
+			tp.P99Us = h.ValueAtPercentile(99)
+			tp.MaxUs = h.Max()
+		}
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
+// stagesToProto converts the merged stages (latency V2 compressed).
+func stagesToProto(stages []*merge.Stage) ([]*pb.StageResult, error) {
+	var out []*pb.StageResult
+	for _, st := range stages {
+		b, err := st.Latency.Encode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &pb.StageResult{
+			Index: int32(st.Index), Start: durationpb.New(st.Start), Duration: durationpb.New(st.Duration),
+			TargetFrom: st.From, TargetTo: st.To, Counters: wire.CountsToProto(&st.Counts), Latency: b,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,241 @@
+package merge
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// Interval is one agent's interval, as the merge takes it.
+type Interval struct {
+	// Agent is the agent's index, 0 <= Agent < the merger's agents.
+	Agent int
+	// Index is the interval's index k in the window.
+	Index int
+	// Start is the interval's start as an offset from the window's start
+	// (the agent's own window start, in its clock); Length its length.
+	Start, Length time.Duration
+	// Histograms holds each kind's V2 encoding (compressed or not, as
+	// hist.Decoder reads), indexed by hist.Kind. Empty bytes are invalid.
+	Histograms [hist.NumKinds][]byte
+	// Counts are the outcomes that ended in the interval.
+	Counts *measure.Counts
+	// CPUTime is the agent process's CPU time over the interval; CPUs its
+	// usable CPUs (0: unknown, no busy fraction).
+	CPUTime time.Duration
+	CPUs    int
+}
+
+// Point is one interval of the timeline, merged across agents.
+type Point struct {
+	Index int
+	// Start and Length: the interval's offset in the window and its
+	// length (the longest any agent reported).
+	Start, Length time.Duration
+	// Requests, Errors and Missed sum the agents' counters.
+	Requests, Errors, Missed int64
+	// Latency is the merged latency histogram of the interval, V2
+	// compressed (hist.Histogram.Encode).
+	Latency []byte
+	// P99 is the merged latency's 99th percentile in µs (0 when empty),
+	// for live progress only: results render from Latency.
+	P99 int64
+	// TargetRPS is the plan's target rate at the interval's middle (open
+	// loop only; 0 in closed loop).
+	TargetRPS float64
+	// CPUBusy has one entry per agent: its CPU time over the interval's
+	// length times its CPUs, a 0-1 fraction (0 when not reported).
+	CPUBusy []float64
+}
+
+// Stage is one plan stage's merged outcome.
+type Stage struct {
+	Index int
+	// Start and Duration place the stage in the window (plan.StageSpans);
+	// Cut shortens Duration for a run stopped early.
+	Start, Duration time.Duration
+	// From and To: the target ramp (rate or connections).
+	From, To int64
+	// Counts and Latency cover the intervals that start in the stage.
+	Counts  measure.Counts
+	Latency *hist.Histogram
+}
+
+type pending struct {
+	latency  *hist.Histogram
+	requests int64
+	errors   int64
+	missed   int64
+	start    time.Duration
+	length   time.Duration
+	cpuBusy  []float64
+	seen     int
+}
+
+// Merger merges a run's intervals. It is not safe for concurrent use.
+type Merger struct {
+	p      plan.Plan
+	agents int
+	dec    hist.Decoder
+	sparse [hist.NumKinds]hist.Sparse
+	total  *hist.Set
+	counts measure.Counts
+	open   map[int]*pending
+	free   []*hist.Histogram
+	points map[int]*Point
+	stages []*Stage
+}
+
+// New returns a merger for a run of plan p (defaults set) over agents
+// agents.
+func New(p plan.Plan, agents int) *Merger {
+	m := &Merger{p: p, agents: agents, total: hist.NewSet(), open: map[int]*pending{}, points: map[int]*Point{}}
+	for i, sp := range p.StageSpans() {
+		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
+	}
+	return m
+}
+
+// Add merges one agent's interval into the window's histograms and
+// counters, the stage it starts in and its timeline point; it returns the
+// point once every agent has sent interval iv.Index (else nil). Errors: a
+// corrupt or foreign-geometry histogram, or a latency histogram whose
+// sample count is not iv.Counts.Requests; nothing of iv is merged then.
+func (m *Merger) Add(iv *Interval) (*Point, error) {
+	// Decode to sparse (value, count) form and add that: the cost follows
+	// the histograms' non-empty buckets, not their size.
+	for k := range hist.NumKinds {
+		if err := m.dec.Decode(iv.Histograms[k], &m.sparse[k]); err != nil {
+			return nil, fmt.Errorf("interval %d %s histogram: %w", iv.Index, k, err)
+		}
+	}
+	latency := &m.sparse[hist.Latency]
+	if latency.Total != iv.Counts.Requests {
+		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.Index, latency.Total, iv.Counts.Requests)
+	}
+	for k := range hist.NumKinds {
+		if err := m.total.Get(k).AddSparse(&m.sparse[k]); err != nil {
+			return nil, err
+		}
+	}
+	m.counts.Add(iv.Counts)
+	for _, st := range m.stages {
+		if iv.Start >= st.Start && iv.Start < st.Start+st.Duration {
+			st.Counts.Add(iv.Counts)
+			if err := st.Latency.AddSparse(latency); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p := m.open[iv.Index]
+	if p == nil {
+		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents)}
+		m.open[iv.Index] = p
+	}
+	if err := p.latency.AddSparse(latency); err != nil {
+		return nil, err
+	}
+	p.requests += iv.Counts.Requests
+	p.errors += iv.Counts.ErrorTotal()
+	p.missed += iv.Counts.Missed
+	p.length = max(p.length, iv.Length)
+	if iv.CPUs > 0 && iv.Length > 0 && iv.Agent >= 0 && iv.Agent < m.agents {
+		p.cpuBusy[iv.Agent] = iv.CPUTime.Seconds() / (iv.Length.Seconds() * float64(iv.CPUs))
+	}
+	p.seen++
+	if p.seen < m.agents {
+		return nil, nil
+	}
+	return m.finish(iv.Index)
+}
+
+func (m *Merger) newHist() *hist.Histogram {
+	if n := len(m.free); n > 0 {
+		h := m.free[n-1]
+		m.free = m.free[:n-1]
+		return h
+	}
+	return hist.New()
+}
+
+// finish turns interval k's pending merge into its timeline point.
+func (m *Merger) finish(k int) (*Point, error) {
+	p := m.open[k]
+	delete(m.open, k)
+	b, err := p.latency.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("interval %d: %w", k, err)
+	}
+	pt := &Point{
+		Index: k, Start: p.start, Length: p.length,
+		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
+		Latency: b,
+	}
+	if p.latency.Count() > 0 {
+		pt.P99 = p.latency.ValueAtPercentile(99)
+	}
+	if m.p.OpenLoop() {
+		pt.TargetRPS = m.p.TargetAt(p.start + p.length/2)
+	}
+	p.latency.Reset()
+	m.free = append(m.free, p.latency)
+	m.points[k] = pt
+	return pt, nil
+}
+
+// Timeline finishes intervals some agent never sent (it failed) and
+// returns every point in index order.
+func (m *Merger) Timeline() ([]*Point, error) {
+	for k := range m.open {
+		if _, err := m.finish(k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*Point, 0, len(m.points))
+	for _, pt := range m.points {
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
+
+// Total returns the window's merged histograms (every interval of every
+// agent); the merger keeps adding to it.
+func (m *Merger) Total() *hist.Set { return m.total }
+
+// Counts returns the window's merged counters (Issued is 0: see
+// measure.Counts).
+func (m *Merger) Counts() measure.Counts { return m.counts }
+
+// Stages returns the stages in order, with their merged counters and
+// latency (nil without stages).
+func (m *Merger) Stages() []*Stage { return m.stages }
+
+// Window returns a run's measurement window: planned, unless an agent
+// reported its window's end (ends: each such agent's end as an offset
+// from its window's start) and either one is after the start or the run
+// was stopped early (a window stopped before anything ended in it is
+// empty): then the latest end.
+func Window(planned time.Duration, ends []time.Duration, stopped bool) time.Duration {
+	var w time.Duration
+	for _, e := range ends {
+		w = max(w, e)
+	}
+	if w > 0 || len(ends) > 0 && stopped {
+		return w
+	}
+	return planned
+}
+
+// Cut shortens stages to a window stopped early at window: each keeps the
+// part that ran (so its rates are over the time it had), later stages
+// become empty.
+func Cut(stages []*Stage, window time.Duration) {
+	for _, st := range stages {
+		st.Duration = min(max(window-st.Start, 0), st.Duration)
+	}
+}
