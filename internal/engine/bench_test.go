@@ -142,3 +142,27 @@ func TestKeepAliveRequestAllocatesNothing(t *testing.T) {
 func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// BenchmarkClosedLoopRun measures whole closed-loop requests through Run
+// (pacer, request, settle, record) in count mode: one connection, b.N
+// requests, against the raw keep-alive server in clear text.
+func BenchmarkClosedLoopRun(b *testing.B) {
+	url, _ := rawKeepAliveServer(b, false)
+	n := max(b.N, 1)
+	p := plan.Plan{URL: url, Connections: 1, Requests: int64(n), Timeout: 10 * time.Second}
+	p.SetDefaults()
+	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Workers: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Prepare(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	res, err := e.Run(context.Background(), time.Now(), func(Interval) {})
+	if err != nil || res.Issued != int64(n) {
+		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, n)
+	}
+}
