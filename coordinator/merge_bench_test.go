@@ -70,3 +70,43 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 	b.ReportMetric(100*agents*perOp, "%core@1000agents")
 	b.ReportMetric(float64(wireBytes)/float64(len(msgs)), "wireB/agent/s")
 }
+
+// TestTimelineHistogramSize measures what the timeline's per-interval
+// latency histograms add to a result: one hour at 1 s intervals of the
+// realistic interval above (about a thousand distinct latencies each), as
+// merged and encoded by the run. Run with -v to see the figures.
+func TestTimelineHistogramSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("merges 3600 intervals")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	p := plan.Plan{URL: "https://x/", Connections: 1, Duration: time.Hour}
+	p.SetDefaults()
+	m := merge.New(p, 1)
+	msgs := make([]*pb.Interval, 20)
+	for i := range msgs {
+		msgs[i] = agentInterval(r, 0)
+	}
+	for k := range int32(3600) {
+		iv := proto.Clone(msgs[int(k)%len(msgs)]).(*pb.Interval)
+		iv.Index, iv.StartUnixNano, iv.EndUnixNano = k, int64(k)*int64(time.Second), int64(k+1)*int64(time.Second)
+		if _, _, err := addInterval(m, 0, 2, time.Unix(0, 0), iv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl, err := m.Timeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := &pb.RunResult{Timeline: timelineToProto(tl)}
+	without := proto.Clone(with).(*pb.RunResult)
+	for _, pt := range without.Timeline {
+		pt.Latency = nil
+	}
+	added := proto.Size(with) - proto.Size(without)
+	t.Logf("1 h at 1 s: timeline %d B without histograms, %d B with: +%d B (%.0f B per interval)",
+		proto.Size(without), proto.Size(with), added, float64(added)/3600)
+	if per := added / 3600; per > 8<<10 {
+		t.Errorf("%d B per interval histogram, want at most 8 KiB (sparse V2 compressed)", per)
+	}
+}

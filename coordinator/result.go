@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/plan"
@@ -42,9 +41,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode interval histograms: %v", err)
 	}
-	if res.Timeline, err = timelineToProto(tl); err != nil {
-		return nil, status.Errorf(codes.Internal, "timeline: %v", err)
-	}
+	res.Timeline = timelineToProto(tl)
 	if p.Warmup > 0 {
 		res.WarmupDuration = durationpb.New(p.Warmup)
 	}
@@ -148,28 +145,19 @@ func (rn *run) result() (*pb.RunResult, error) {
 	return res, nil
 }
 
-// timelineToProto converts the merged timeline.
-func timelineToProto(tl []*merge.Point) ([]*pb.TimelinePoint, error) {
+// timelineToProto converts the merged timeline; each point carries its
+// merged latency histogram, never percentiles.
+func timelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
 	out := make([]*pb.TimelinePoint, 0, len(tl))
 	for _, pt := range tl {
 		tp := &pb.TimelinePoint{
 			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
-			TargetRps: pt.TargetRPS,
-		}
-		h, err := hist.Decode(pt.Latency)
-		if err != nil {
-			return nil, fmt.Errorf("interval %d: %w", pt.Index, err)
-		}
-		if h.Count() > 0 {
-			tp.P50Us = h.ValueAtPercentile(50)
-			tp.P90Us = h.ValueAtPercentile(90)
-			tp.P99Us = h.ValueAtPercentile(99)
-			tp.MaxUs = h.Max()
+			TargetRps: pt.TargetRPS, Latency: pt.Latency,
 		}
 		out = append(out, tp)
 	}
-	return out, nil
+	return out
 }
 
 // stagesToProto converts the merged stages (latency V2 compressed).

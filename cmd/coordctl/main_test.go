@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
@@ -82,6 +83,10 @@ func TestRunFlagForms(t *testing.T) {
 			Agents      []struct {
 				Connections int64 `json:"connections"`
 			} `json:"agents"`
+			Timeline []struct {
+				Requests  int64  `json:"requests"`
+				LatencyV2 []byte `json:"latency_v2"`
+			} `json:"timeline"`
 		}
 		b, err := os.ReadFile(jsonFile)
 		if err != nil {
@@ -92,6 +97,20 @@ func TestRunFlagForms(t *testing.T) {
 		}
 		if rep.Connections != 4 || rep.DurationS != 1 || rep.Requests == 0 || len(rep.Agents) != 2 || rep.Agents[0].Connections != 2 {
 			t.Errorf("coordctl %v: report %+v", args, rep)
+		}
+		// Every timeline point carries its merged latency histogram; they
+		// hold every completed request of the window.
+		var inTimeline int64
+		for i, pt := range rep.Timeline {
+			h, err := hist.Decode(pt.LatencyV2)
+			if err != nil || h.Count() != pt.Requests {
+				t.Errorf("coordctl %v: timeline point %d: %d requests, histogram %v", args, i, pt.Requests, err)
+				continue
+			}
+			inTimeline += h.Count()
+		}
+		if len(rep.Timeline) == 0 || inTimeline != rep.Requests {
+			t.Errorf("coordctl %v: %d timeline points hold %d samples, want %d", args, len(rep.Timeline), inTimeline, rep.Requests)
 		}
 		if !strings.Contains(stdout, "Requests/sec:") || !strings.Contains(stdout, "2 agents and 4 connections") {
 			t.Errorf("coordctl %v: text report:\n%s", args, stdout)

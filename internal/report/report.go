@@ -139,6 +139,10 @@ type TimelinePoint struct {
 	P99Us     int64     `json:"p99_us"`
 	MaxUs     int64     `json:"max_us"`
 	CPUBusy   []float64 `json:"cpu_busy"`
+	// LatencyV2 is the interval's latency histogram merged across agents,
+	// HdrHistogram V2 compressed (base64 in the JSON, as in an .hlog
+	// line); the percentiles above are read from it.
+	LatencyV2 []byte `json:"latency_v2,omitempty"`
 }
 
 // Stage is one plan stage's outcome.
@@ -268,7 +272,17 @@ func FromResult(r *pb.RunResult) (*Report, error) {
 		tp := TimelinePoint{
 			Index: pt.GetIndex(), StartS: pt.GetStart().AsDuration().Seconds(), DurationS: pt.GetLength().AsDuration().Seconds(),
 			Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
-			P50Us: pt.GetP50Us(), P90Us: pt.GetP90Us(), P99Us: pt.GetP99Us(), MaxUs: pt.GetMaxUs(), CPUBusy: pt.GetCpuBusy(),
+			CPUBusy: pt.GetCpuBusy(),
+		}
+		if b := pt.GetLatency(); len(b) > 0 {
+			tp.LatencyV2 = b
+			h, err := hist.Decode(b)
+			if err != nil {
+				return nil, fmt.Errorf("run %s interval %d: %w", r.GetRunId(), pt.GetIndex(), err)
+			}
+			if h.Count() > 0 {
+				tp.P50Us, tp.P90Us, tp.P99Us, tp.MaxUs = h.ValueAtPercentile(50), h.ValueAtPercentile(90), h.ValueAtPercentile(99), h.Max()
+			}
 		}
 		if tp.DurationS > 0 {
 			tp.RPS = float64(tp.Requests) / tp.DurationS

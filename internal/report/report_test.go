@@ -18,6 +18,30 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// quantiles returns an interval's latency histogram (V2 compressed) of 100
+// samples whose p50, p90, p99 and max are the given µs.
+func quantiles(t *testing.T, p50, p90, p99, maxUs int64) []byte {
+	t.Helper()
+	h := hist.New()
+	for i := 1; i <= 100; i++ {
+		switch {
+		case i <= 50:
+			h.RecordMicros(p50)
+		case i <= 90:
+			h.RecordMicros(p90)
+		case i <= 99:
+			h.RecordMicros(p99)
+		default:
+			h.RecordMicros(maxUs)
+		}
+	}
+	b, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // result builds a RunResult of two agents whose latencies are 1..1000 µs.
 func result(t *testing.T) *pb.RunResult {
 	t.Helper()
@@ -44,8 +68,8 @@ func result(t *testing.T) *pb.RunResult {
 		Window:            durationpb.New(2 * time.Second),
 		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty},
 		Timeline: []*pb.TimelinePoint{
-			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, P50Us: 480, P90Us: 900, P99Us: 990, MaxUs: 1000, CpuBusy: []float64{0.25, 0.25}},
-			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, P50Us: 520, P90Us: 910, P99Us: 991, MaxUs: 999, CpuBusy: []float64{0.26, 0.24}},
+			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, Latency: quantiles(t, 480, 900, 990, 1000), CpuBusy: []float64{0.25, 0.25}},
+			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, Latency: quantiles(t, 520, 910, 991, 999), CpuBusy: []float64{0.26, 0.24}},
 		},
 		Counters: &pb.Counters{
 			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,

@@ -670,17 +670,16 @@ type TimelinePoint struct {
 	Requests int64                `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
 	Errors   int64                `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
 	Missed   int64                `protobuf:"varint,6,opt,name=missed,proto3" json:"missed,omitempty"`
-	// Percentiles of the interval's merged latency histogram, us.
-	P50Us int64 `protobuf:"varint,7,opt,name=p50_us,json=p50Us,proto3" json:"p50_us,omitempty"`
-	P90Us int64 `protobuf:"varint,8,opt,name=p90_us,json=p90Us,proto3" json:"p90_us,omitempty"`
-	P99Us int64 `protobuf:"varint,9,opt,name=p99_us,json=p99Us,proto3" json:"p99_us,omitempty"`
-	MaxUs int64 `protobuf:"varint,10,opt,name=max_us,json=maxUs,proto3" json:"max_us,omitempty"`
 	// target_rps is the plan's target rate at the interval's middle (open
 	// loop; 0 in closed loop).
 	TargetRps float64 `protobuf:"fixed64,11,opt,name=target_rps,json=targetRps,proto3" json:"target_rps,omitempty"`
 	// cpu_busy is each agent's busy fraction of its usable CPUs in the
 	// interval, in the order of RunResult.agents.
-	CpuBusy       []float64 `protobuf:"fixed64,12,rep,packed,name=cpu_busy,json=cpuBusy,proto3" json:"cpu_busy,omitempty"`
+	CpuBusy []float64 `protobuf:"fixed64,12,rep,packed,name=cpu_busy,json=cpuBusy,proto3" json:"cpu_busy,omitempty"`
+	// latency is the interval's latency histogram merged across agents
+	// (HdrHistogram V2 compressed, us, the geometry of Histograms), from
+	// which every renderer takes the interval's percentiles.
+	Latency       []byte `protobuf:"bytes,13,opt,name=latency,proto3" json:"latency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -757,34 +756,6 @@ func (x *TimelinePoint) GetMissed() int64 {
 	return 0
 }
 
-func (x *TimelinePoint) GetP50Us() int64 {
-	if x != nil {
-		return x.P50Us
-	}
-	return 0
-}
-
-func (x *TimelinePoint) GetP90Us() int64 {
-	if x != nil {
-		return x.P90Us
-	}
-	return 0
-}
-
-func (x *TimelinePoint) GetP99Us() int64 {
-	if x != nil {
-		return x.P99Us
-	}
-	return 0
-}
-
-func (x *TimelinePoint) GetMaxUs() int64 {
-	if x != nil {
-		return x.MaxUs
-	}
-	return 0
-}
-
 func (x *TimelinePoint) GetTargetRps() float64 {
 	if x != nil {
 		return x.TargetRps
@@ -795,6 +766,13 @@ func (x *TimelinePoint) GetTargetRps() float64 {
 func (x *TimelinePoint) GetCpuBusy() []float64 {
 	if x != nil {
 		return x.CpuBusy
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetLatency() []byte {
+	if x != nil {
+		return x.Latency
 	}
 	return nil
 }
@@ -1124,22 +1102,20 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"maxStreams\x125\n" +
 	"\btimeline\x18\r \x03(\v2\x19.phalanx.v1.TimelinePointR\btimeline\x12/\n" +
 	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\x12#\n" +
-	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xeb\x02\n" +
+	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xe1\x02\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
 	"\x06length\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06length\x12\x1a\n" +
 	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x16\n" +
-	"\x06missed\x18\x06 \x01(\x03R\x06missed\x12\x15\n" +
-	"\x06p50_us\x18\a \x01(\x03R\x05p50Us\x12\x15\n" +
-	"\x06p90_us\x18\b \x01(\x03R\x05p90Us\x12\x15\n" +
-	"\x06p99_us\x18\t \x01(\x03R\x05p99Us\x12\x15\n" +
-	"\x06max_us\x18\n" +
-	" \x01(\x03R\x05maxUs\x12\x1d\n" +
+	"\x06missed\x18\x06 \x01(\x03R\x06missed\x12\x1d\n" +
 	"\n" +
 	"target_rps\x18\v \x01(\x01R\ttargetRps\x12\x19\n" +
-	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\"\xd1\x02\n" +
+	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\x12\x18\n" +
+	"\alatency\x18\r \x01(\fR\alatencyJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"J\x04\b\n" +
+	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x125\n" +

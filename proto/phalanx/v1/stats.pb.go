@@ -26,7 +26,10 @@ const (
 // error kind.
 type Counters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// issued counts requests written (or attempted).
+	// issued counts requests written (or attempted). It is set on totals
+	// only (RunResult.counters): intervals and stages count outcomes by the
+	// time they ended, and a request issued in one may end in another, so
+	// there (and in Done.warmup) it is 0.
 	Issued int64 `protobuf:"varint,1,opt,name=issued,proto3" json:"issued,omitempty"`
 	// requests counts completed responses (any status code).
 	Requests int64 `protobuf:"varint,2,opt,name=requests,proto3" json:"requests,omitempty"`
