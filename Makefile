@@ -14,8 +14,8 @@ FUZZTIME ?= 10s
 
 # Import rules `make check` enforces: the measurement data path and the
 # coordinator do not link the load engine; the pure packages do not link gRPC.
-NO_ENGINE_PKGS := coordinator internal/wire internal/merge internal/hist internal/plan internal/measure
-NO_GRPC_PKGS := internal/merge internal/hist internal/plan internal/measure
+NO_ENGINE_PKGS := coordinator internal/wire internal/merge internal/report internal/hist internal/plan internal/measure
+NO_GRPC_PKGS := internal/merge internal/report internal/hist internal/plan internal/measure
 
 # Version stamped into the binaries by `make build` (internal/version);
 # override with `make build VERSION=v1.2.3`.

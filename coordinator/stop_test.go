@@ -13,9 +13,9 @@ import (
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
-	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -85,7 +85,7 @@ func TestStopRun(t *testing.T) {
 	if runID == "" || res.GetRunId() != runID {
 		t.Errorf("accepted run ID %q, result's %q", runID, res.GetRunId())
 	}
-	rep, err := report.FromResult(res)
+	rep, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}

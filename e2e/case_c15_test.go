@@ -18,6 +18,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/wire"
 )
 
 // TestCaseC15GlobalRate: field case C15. Tools applied a "rate" limit per
@@ -308,7 +309,7 @@ func c15RunOn(t *testing.T, o localcluster.Options, p plan.Plan) (*report.Report
 	if err != nil {
 		t.Fatalf("run %s: %v", p.URL, err)
 	}
-	r, err := report.FromResult(res)
+	r, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -169,7 +170,7 @@ func c16Run(t *testing.T, p plan.Plan, agents, workers int) (*pb.RunResult, *rep
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := report.FromResult(res)
+	rep, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}

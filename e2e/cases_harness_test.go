@@ -20,6 +20,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -221,7 +222,7 @@ func runCase(t *testing.T, p plan.Plan, agents, workers int) caseRun {
 	if err != nil {
 		t.Fatalf("run %s: %v", p.URL, err)
 	}
-	if out.Report, err = report.FromResult(res); err != nil {
+	if out.Report, err = wire.ReportFromResult(res); err != nil {
 		t.Fatal(err)
 	}
 	r := out.Report

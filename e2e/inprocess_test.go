@@ -11,9 +11,9 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
-	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -71,7 +71,7 @@ func TestInProcessClusterCountsMatchTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := report.FromResult(res)
+	rep, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}

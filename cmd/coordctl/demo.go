@@ -11,9 +11,9 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
-	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/wire"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -72,7 +72,7 @@ test against the target, and prints the merged report.`,
 			if err != nil {
 				return err
 			}
-			rep, err := report.FromResult(res)
+			rep, err := wire.ReportFromResult(res)
 			if err != nil {
 				return err
 			}

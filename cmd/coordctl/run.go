@@ -106,7 +106,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 				}
 				return err
 			}
-			rep, err := report.FromResult(res)
+			rep, err := wire.ReportFromResult(res)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -88,7 +90,7 @@ func result(t *testing.T) *pb.RunResult {
 }
 
 func TestFromResult(t *testing.T) {
-	r, err := FromResult(result(t))
+	r, err := wire.ReportFromResult(result(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestFromResult(t *testing.T) {
 func TestClientBound(t *testing.T) {
 	res := result(t)
 	res.Agents[0].CpuTime = durationpb.New(3800 * time.Millisecond) // 95 % of 2 CPUs × 2 s
-	r, err := FromResult(res)
+	r, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +130,12 @@ func TestClientBound(t *testing.T) {
 	res = result(t)
 	res.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}
 	res.Counters.Missed = 20 // 2 % of 1005 issued
-	if r, _ = FromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
+	if r, _ = wire.ReportFromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
 		t.Fatalf("open loop with 2 %% missed: client-bound %v mode %q basis %q", r.ClientBound, r.Mode, r.LatencyBasis)
 	}
 	// The distribution's heading says where open-loop latency starts.
 	var b strings.Builder
-	if err := r.WriteText(&b, TextOptions{Latency: true}); err != nil {
+	if err := r.WriteText(&b, report.TextOptions{Latency: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "Latency Distribution (completed responses, intended send time to last byte)") {
@@ -144,8 +146,8 @@ func TestClientBound(t *testing.T) {
 func TestFromResultRejectsCorruptHistogram(t *testing.T) {
 	res := result(t)
 	res.Histograms.Latency = res.Histograms.Latency[:len(res.Histograms.Latency)/2]
-	if _, err := FromResult(res); err == nil || !strings.Contains(err.Error(), "decode histogram") {
-		t.Fatalf("FromResult(corrupt) = %v, want a decode error", err)
+	if _, err := wire.ReportFromResult(res); err == nil || !strings.Contains(err.Error(), "decode histogram") {
+		t.Fatalf("wire.ReportFromResult(corrupt) = %v, want a decode error", err)
 	}
 }
 
@@ -153,12 +155,12 @@ func TestEmptyHistogramSaysNoSamples(t *testing.T) {
 	res := result(t)
 	b, _ := hist.New().Encode()
 	res.Histograms.Latency = b
-	r, err := FromResult(res)
+	r, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
-	if err := r.WriteText(&text, TextOptions{Latency: true}); err != nil {
+	if err := r.WriteText(&text, report.TextOptions{Latency: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "no samples") || strings.Contains(text.String(), "NaN") {
@@ -177,35 +179,23 @@ func TestEmptyHistogramSaysNoSamples(t *testing.T) {
 	}
 }
 
-// TestGolden compares the text and JSON renderings with testdata; run with
-// -update to rewrite them after an intended change.
-func TestGolden(t *testing.T) {
-	r, err := FromResult(result(t))
+// golden compares got with testdata/name; with -update it rewrites the
+// file instead (after an intended change).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (run go test -update to create it)", err)
 	}
-	var text, js bytes.Buffer
-	if err := r.WriteText(&text, TextOptions{Latency: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WriteJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	for name, got := range map[string][]byte{"report.txt": text.Bytes(), "report.json": js.Bytes()} {
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to create it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-		}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 
@@ -214,12 +204,12 @@ func TestGolden(t *testing.T) {
 func TestTextHeader(t *testing.T) {
 	text := func(res *pb.RunResult) string {
 		t.Helper()
-		r, err := FromResult(res)
+		r, err := wire.ReportFromResult(res)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := r.WriteText(&b, TextOptions{}); err != nil {
+		if err := r.WriteText(&b, report.TextOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
@@ -256,14 +246,6 @@ func TestTextHeader(t *testing.T) {
 	}
 }
 
-func TestFmtWindow(t *testing.T) {
-	for s, want := range map[float64]string{2: "2s", 1.784512004: "1.78s", 0.25: "250ms", 60: "1m", 90: "1m30s", 3600: "1h", 5400: "1h30m"} {
-		if got := fmtWindow(s); got != want {
-			t.Errorf("fmtWindow(%v) = %q, want %q", s, got, want)
-		}
-	}
-}
-
 // TestStoppedEarly: a window ended by the user says so in the text (the
 // header keeps the planned window) and the JSON, and every rate is over the
 // shortened window; an empty stopped window renders without NaN.
@@ -272,7 +254,7 @@ func TestStoppedEarly(t *testing.T) {
 	res.Plan.Duration = durationpb.New(10 * time.Second)
 	res.Window = durationpb.New(4210 * time.Millisecond)
 	res.StoppedEarly = true
-	r, err := FromResult(res)
+	r, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +262,7 @@ func TestStoppedEarly(t *testing.T) {
 		t.Errorf("stopped %v, window %v of %v, rps %v, agent-1 rps %v", r.StoppedEarly, r.DurationS, r.PlanDurationS, r.RPS, r.AgentRows[0].RPS)
 	}
 	var text, js bytes.Buffer
-	if err := r.WriteText(&text, TextOptions{}); err != nil {
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -304,10 +286,10 @@ func TestStoppedEarly(t *testing.T) {
 	}
 
 	// Not stopped: no such line, and "stopped_early": false.
-	r, _ = FromResult(result(t))
+	r, _ = wire.ReportFromResult(result(t))
 	text.Reset()
 	js.Reset()
-	_ = r.WriteText(&text, TextOptions{})
+	_ = r.WriteText(&text, report.TextOptions{})
 	_ = r.WriteJSON(&js)
 	if strings.Contains(text.String(), "Stopped early") || !strings.Contains(js.String(), `"stopped_early": false`) {
 		t.Errorf("a run that was not stopped:\n%s\n%s", text.String(), js.String())
@@ -315,11 +297,11 @@ func TestStoppedEarly(t *testing.T) {
 
 	// Stopped before anything ended in the window: an empty window.
 	res.Window = durationpb.New(0)
-	if r, err = FromResult(res); err != nil {
+	if r, err = wire.ReportFromResult(res); err != nil {
 		t.Fatal(err)
 	}
 	text.Reset()
-	_ = r.WriteText(&text, TextOptions{})
+	_ = r.WriteText(&text, report.TextOptions{})
 	if !strings.Contains(text.String(), "Stopped early by the user after 0.00s of 10s") || strings.Contains(text.String(), "NaN") || strings.Contains(text.String(), "Inf") {
 		t.Errorf("empty stopped window:\n%s", text.String())
 	}

@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// Build computes the report of a run: rates over its window, the
+// summaries of its merged histograms (percentiles from histograms only),
+// the timeline's percentiles from each interval's histogram, and the
+// client-bound analysis. Errors: histograms that cannot be merged.
+func Build(r *Run) (*Report, error) {
+	hs := r.Histograms
+	tlsAll := hist.New()
+	if err := tlsAll.Merge(hs.TLSFull); err != nil {
+		return nil, err
+	}
+	if err := tlsAll.Merge(hs.TLSResumed); err != nil {
+		return nil, err
+	}
+	window := r.Window.Seconds()
+	c := &r.Counts
+	rep := &Report{
+		RunID:                 r.ID,
+		Target:                r.Target,
+		StartedAt:             r.StartedAt.UTC(),
+		DurationS:             window,
+		PlanDurationS:         r.PlanDuration.Seconds(),
+		PlanRequests:          r.PlanRequests,
+		StoppedEarly:          r.StoppedEarly,
+		AgentCount:            len(r.Agents),
+		Connections:           r.Connections,
+		Issued:                c.Issued,
+		Requests:              c.Requests,
+		InFlight:              r.InFlight,
+		BytesRead:             c.BytesRead,
+		Status:                statusMap(c),
+		Errors:                c.ErrorMap(),
+		Latency:               hs.Latency.Summarize(),
+		StartSkewUs:           us(r.StartSkew),
+		ConnectionsOpened:     c.ConnectionsOpened,
+		Reconnects:            c.Reconnects,
+		Retries:               c.Retries,
+		Handshakes:            Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed},
+		ConnectUs:             hs.Connect.Summarize(),
+		TLSHandshakeUs:        tlsAll.Summarize(),
+		TLSHandshakeFullUs:    hs.TLSFull.Summarize(),
+		TLSHandshakeResumedUs: hs.TLSResumed.Summarize(),
+		TTFBUs:                hs.TTFB.Summarize(),
+		TLS:                   tlsCounts(c.TLS),
+		MaxStreams:            r.MaxStreams,
+		Mode:                  "closed",
+		LatencyBasis:          "actual send",
+		Missed:                c.Missed,
+	}
+	if r.Load == plan.OpenLoop {
+		rep.Mode, rep.LatencyBasis = "open", "intended send"
+		rep.ServiceTimeUs = hs.Service.Summarize()
+	}
+	for _, pt := range r.Timeline {
+		tp := TimelinePoint{
+			Index: pt.Index, StartS: pt.Start.Seconds(), DurationS: pt.Length.Seconds(),
+			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, TargetRPS: pt.TargetRPS,
+			CPUBusy: pt.CPUBusy, LatencyV2: pt.LatencyV2,
+		}
+		if h := pt.Latency; h != nil && h.Count() > 0 {
+			tp.P50Us, tp.P90Us, tp.P99Us, tp.MaxUs = h.ValueAtPercentile(50), h.ValueAtPercentile(90), h.ValueAtPercentile(99), h.Max()
+		}
+		if tp.DurationS > 0 {
+			tp.RPS = float64(tp.Requests) / tp.DurationS
+		}
+		rep.Timeline = append(rep.Timeline, tp)
+		rep.TargetRPS += tp.TargetRPS * tp.DurationS
+	}
+	if window > 0 {
+		rep.TargetRPS /= window
+	}
+	for _, st := range r.Stages {
+		sr := Stage{
+			Index: st.Index, StartS: st.Start.Seconds(), DurationS: st.Duration.Seconds(),
+			TargetFrom: st.TargetFrom, TargetTo: st.TargetTo, Requests: st.Counts.Requests,
+			Errors: st.Counts.ErrorMap(), Status: statusMap(&st.Counts), Latency: st.Latency.Summarize(),
+			ChangeSkewUs: us(st.ChangeSkew),
+		}
+		if sr.DurationS > 0 {
+			sr.RPS = float64(sr.Requests) / sr.DurationS
+		}
+		rep.Stages = append(rep.Stages, sr)
+	}
+	if window > 0 {
+		rep.RPS = float64(rep.Requests) / window
+		rep.TransferBps = float64(rep.BytesRead) / window
+	}
+	for code, n := range c.StatusMap() {
+		if code < 200 || code > 399 {
+			rep.Non2xx3xx += n
+		}
+	}
+	if wd := r.WarmupDuration; wd > 0 {
+		w := &r.Warmup
+		rep.Warmup = &Warmup{DurationS: wd.Seconds(), Requests: w.Requests, Status: statusMap(w), Errors: w.ErrorMap()}
+	}
+	for _, a := range r.Agents {
+		row := Agent{
+			Name: a.Name, Connections: a.Connections, Requests: a.Requests,
+			Errors: a.Errors, InFlight: a.InFlight, CPUs: a.CPUs,
+			ClockOffsetUs: us(a.ClockOffset), RTTUs: us(a.RTT),
+			StartOffsetUs: us(a.StartOffset), Error: a.Error,
+			CPUList: a.CPUList, Missed: a.Missed,
+		}
+		if window > 0 {
+			row.RPS = float64(a.Requests) / window
+			if a.CPUs > 0 {
+				row.CPUUtil = a.CPUTime.Seconds() / (window * float64(a.CPUs))
+			}
+		}
+		rep.AgentRows = append(rep.AgentRows, row)
+	}
+	rep.flagClientBound()
+	return rep, nil
+}
+
+// Client-bound thresholds (docs/design.md, invariant 6).
+const (
+	clientBusyLimit   = 0.90
+	clientMissedLimit = 0.01
+)
+
+// flagClientBound marks a run whose numbers may measure the client.
+func (r *Report) flagClientBound() {
+	for _, a := range r.AgentRows {
+		if a.CPUUtil > clientBusyLimit {
+			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
+		}
+	}
+	if r.Mode == "open" && r.Issued > 0 && float64(r.Missed) > clientMissedLimit*float64(r.Issued) {
+		r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("%d of %d sends (%.1f %%) started late", r.Missed, r.Issued, 100*float64(r.Missed)/float64(r.Issued)))
+	}
+	r.ClientBound = len(r.ClientBoundReasons) > 0
+}
+
+// statusMap returns c's non-zero status counts keyed by the code's
+// decimal text.
+func statusMap(c *measure.Counts) map[string]int64 {
+	out := map[string]int64{}
+	for code, n := range c.StatusMap() {
+		out[strconv.Itoa(code)] = n
+	}
+	return out
+}
+
+// tlsCounts splits "kind:value" keys into per-kind maps.
+func tlsCounts(m map[string]int64) TLSCounts {
+	t := TLSCounts{Version: map[string]int64{}, Cipher: map[string]int64{}, Group: map[string]int64{}, ALPN: map[string]int64{}}
+	for k, n := range m {
+		kind, v, _ := strings.Cut(k, ":")
+		switch kind {
+		case "version":
+			t.Version[v] += n
+		case "cipher":
+			t.Cipher[v] += n
+		case "group":
+			t.Group[v] += n
+		case "alpn":
+			t.ALPN[v] += n
+		}
+	}
+	return t
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -1,0 +1,13 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

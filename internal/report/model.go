@@ -1,0 +1,287 @@
+package report
+
+import (
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// Run is a run's merged result as the report reads it: what a
+// coordinator's RunResult holds, decoded (internal/wire's RunFromProto
+// builds it from the proto). Durations are the coordinator's.
+type Run struct {
+	ID string
+	// Target is the plan's URL; Load its load model (never re-derived
+	// from which fields are set).
+	Target string
+	Load   plan.Load
+	// Connections is the plan's; PlanDuration its window (-d, 0 in count
+	// mode without one) and PlanRequests its count (-n, 0 in duration
+	// mode).
+	Connections  int64
+	PlanDuration time.Duration
+	PlanRequests int64
+	// StartedAt is the start instant; Window the measurement window (the
+	// planned one, or shortened: StoppedEarly, or the count ran out).
+	StartedAt    time.Time
+	Window       time.Duration
+	StoppedEarly bool
+	// Histograms and Counts cover the window, merged across agents
+	// (Counts.Issued is the run's total).
+	Histograms *hist.Set
+	Counts     measure.Counts
+	InFlight   int64
+	StartSkew  time.Duration
+	// Warmup and WarmupDuration: the warm-up's outcomes (0: none).
+	Warmup         measure.Counts
+	WarmupDuration time.Duration
+	MaxStreams     int32
+	Timeline       []Interval
+	Stages         []StageRun
+	Agents         []AgentRun
+}
+
+// Interval is one timeline point of a Run.
+type Interval struct {
+	Index                    int32
+	Start, Length            time.Duration
+	Requests, Errors, Missed int64
+	TargetRPS                float64
+	CPUBusy                  []float64
+	// Latency is the interval's merged latency (nil when the result holds
+	// none); LatencyV2 its encoding as the result carries it.
+	Latency   *hist.Histogram
+	LatencyV2 []byte
+}
+
+// StageRun is one stage of a Run.
+type StageRun struct {
+	Index           int32
+	Start, Duration time.Duration
+	TargetFrom      int64
+	TargetTo        int64
+	Counts          measure.Counts
+	Latency         *hist.Histogram
+	ChangeSkew      time.Duration
+}
+
+// AgentRun is one agent's row of a Run.
+type AgentRun struct {
+	Name                       string
+	Connections                int64
+	Requests, Errors, InFlight int64
+	Missed                     int64
+	CPUTime                    time.Duration
+	CPUs                       int32
+	CPUList                    string
+	ClockOffset, RTT           time.Duration
+	StartOffset                time.Duration
+	Error                      string
+}
+
+// Report is one run's report. JSON field names are part of the interface
+// (see README "The report").
+type Report struct {
+	RunID string `json:"run_id"`
+	// Target is the plan's URL.
+	Target string `json:"target"`
+	// StartedAt is the start instant (coordinator clock), RFC 3339.
+	StartedAt time.Time `json:"started_at"`
+	// DurationS is the measurement window's length in seconds: the
+	// planned one, or the shortened one when StoppedEarly (or when the
+	// count ran out first).
+	DurationS float64 `json:"duration_s"`
+	// PlanDurationS is the plan's window (-d) in seconds; 0, and absent
+	// from the JSON, in count mode without a duration.
+	PlanDurationS float64 `json:"plan_duration_s,omitempty"`
+	// PlanRequests is the plan's request count in count mode (-n); 0,
+	// and absent from the JSON, in duration mode.
+	PlanRequests int64 `json:"plan_requests,omitempty"`
+	// StoppedEarly is set when the user ended the window before its
+	// planned end (a graceful Ctrl-C in coordctl run, or StopRun): every
+	// figure, RPS included, covers the shortened window of DurationS
+	// seconds, from the start to the last request's end.
+	StoppedEarly bool `json:"stopped_early"`
+	// Agents and connections used.
+	AgentCount  int   `json:"agent_count"`
+	Connections int64 `json:"connections"`
+	// Mode is "closed" (fixed concurrency, wrk) or "open" (a target rate,
+	// wrk2's -R).
+	Mode string `json:"mode"`
+	// LatencyBasis says where latency starts: "actual send" (closed loop)
+	// or "intended send" (open loop: no coordinated omission).
+	LatencyBasis string `json:"latency_basis"`
+	// TargetRPS is the open-loop target rate (0 in closed loop; with
+	// stages, the window's mean target).
+	TargetRPS float64 `json:"target_rps,omitempty"`
+	// Missed counts open-loop sends that started more than 5 ms late
+	// (engine.MissThreshold), or never before the window closed.
+	Missed int64 `json:"missed"`
+	// ServiceTimeUs summarizes open-loop latencies from the actual send
+	// (wrk2's uncorrected histogram); null in closed loop.
+	ServiceTimeUs *hist.Summary `json:"service_time_us"`
+	// ClientBound is set when any agent's CPUs were over 90 % busy in the
+	// window or an open-loop run missed more than 1 % of its sends: the
+	// numbers may measure the client, not the server.
+	ClientBound        bool     `json:"client_bound"`
+	ClientBoundReasons []string `json:"client_bound_reasons,omitempty"`
+	// Timeline has one point per interval, merged across agents.
+	Timeline []TimelinePoint `json:"timeline"`
+	// Stages has one entry per plan stage.
+	Stages []Stage `json:"stages,omitempty"`
+	// Issued = Requests + error total + InFlight.
+	Issued int64 `json:"issued"`
+	// Requests counts responses completed in the window (any status).
+	Requests int64 `json:"requests"`
+	// InFlight counts requests issued in the window that had not ended
+	// when it closed (excluded from Requests, RPS and latency).
+	InFlight int64 `json:"in_flight"`
+	// RPS = Requests / DurationS.
+	RPS float64 `json:"rps"`
+	// BytesRead counts response bytes on the wire (headers, framing, body).
+	BytesRead int64 `json:"bytes_read"`
+	// TransferBps = BytesRead / DurationS, bytes per second.
+	TransferBps float64 `json:"transfer_bps"`
+	// Status maps status code to completed responses.
+	Status map[string]int64 `json:"status"`
+	// Non2xx3xx counts completed responses outside 200-399 (wrk's
+	// "Non-2xx or 3xx responses").
+	Non2xx3xx int64 `json:"non_2xx_3xx"`
+	// Errors maps error kind to failed requests.
+	Errors map[string]int64 `json:"errors"`
+	// Latency summarizes completed responses' latency in µs, from the
+	// request's start (its write, or its connect when it opens one; in open
+	// loop its intended send time) to its last body byte; null when there
+	// were none.
+	Latency *hist.Summary `json:"latency_us"`
+	// StartSkewUs is the spread of the agents' first sends, µs.
+	StartSkewUs float64 `json:"start_skew_us"`
+	// ConnectionsOpened counts connections opened in the window (those
+	// opened before the start count in the first interval).
+	ConnectionsOpened int64 `json:"connections_opened"`
+	// Reconnects counts connections reopened after a server close or an
+	// error.
+	Reconnects int64 `json:"reconnects"`
+	// Retries counts requests resent because the server never processed
+	// them (HTTP/2 GOAWAY).
+	Retries int64 `json:"retries"`
+	// Handshakes counts TLS handshakes, full and resumed.
+	Handshakes Handshakes `json:"handshakes"`
+	// ConnectUs summarizes TCP connect times of new connections.
+	ConnectUs *hist.Summary `json:"connect_us"`
+	// TLSHandshakeUs summarizes all TLS handshakes; the Full and Resumed
+	// variants each kind.
+	TLSHandshakeUs        *hist.Summary `json:"tls_handshake_us"`
+	TLSHandshakeFullUs    *hist.Summary `json:"tls_handshake_full_us"`
+	TLSHandshakeResumedUs *hist.Summary `json:"tls_handshake_resumed_us"`
+	// TTFBUs summarizes the time from a request's write to its first
+	// response byte, over completed responses.
+	TTFBUs *hist.Summary `json:"ttfb_us"`
+	// TLS counts negotiated parameters per connection.
+	TLS TLSCounts `json:"tls"`
+	// MaxStreams is the effective concurrent streams per HTTP/2 connection
+	// (the plan's, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS);
+	// 0 for HTTP/1.1.
+	MaxStreams int32 `json:"h2_max_streams,omitempty"`
+	// Warmup reports the warm-up, excluded from everything above; absent
+	// without one.
+	Warmup *Warmup `json:"warmup,omitempty"`
+	// AgentRows has one row per agent.
+	AgentRows []Agent `json:"agents"`
+}
+
+// TimelinePoint is one interval of the window.
+type TimelinePoint struct {
+	Index     int32     `json:"index"`
+	StartS    float64   `json:"start_s"`
+	DurationS float64   `json:"duration_s"`
+	Requests  int64     `json:"requests"`
+	RPS       float64   `json:"rps"`
+	Errors    int64     `json:"errors"`
+	Missed    int64     `json:"missed"`
+	TargetRPS float64   `json:"target_rps,omitempty"`
+	P50Us     int64     `json:"p50_us"`
+	P90Us     int64     `json:"p90_us"`
+	P99Us     int64     `json:"p99_us"`
+	MaxUs     int64     `json:"max_us"`
+	CPUBusy   []float64 `json:"cpu_busy"`
+	// LatencyV2 is the interval's latency histogram merged across agents,
+	// HdrHistogram V2 compressed (base64 in the JSON, as in an .hlog
+	// line); the percentiles above are read from it.
+	LatencyV2 []byte `json:"latency_v2,omitempty"`
+}
+
+// Stage is one plan stage's outcome.
+type Stage struct {
+	Index      int32            `json:"index"`
+	StartS     float64          `json:"start_s"`
+	DurationS  float64          `json:"duration_s"`
+	TargetFrom int64            `json:"target_from"`
+	TargetTo   int64            `json:"target_to"`
+	Requests   int64            `json:"requests"`
+	RPS        float64          `json:"rps"`
+	Errors     map[string]int64 `json:"errors"`
+	Status     map[string]int64 `json:"status"`
+	Latency    *hist.Summary    `json:"latency_us"`
+	// ChangeSkewUs is the spread across agents of the instant each began
+	// this stage's schedule (open loop, stages after the first), µs.
+	ChangeSkewUs float64 `json:"change_skew_us"`
+}
+
+// Handshakes counts TLS handshakes by kind.
+type Handshakes struct {
+	Full    int64 `json:"full"`
+	Resumed int64 `json:"resumed"`
+}
+
+// TLSCounts counts connections by negotiated TLS parameter.
+type TLSCounts struct {
+	Version map[string]int64 `json:"version"`
+	Cipher  map[string]int64 `json:"cipher"`
+	Group   map[string]int64 `json:"group"`
+	ALPN    map[string]int64 `json:"alpn"`
+}
+
+// Warmup is the warm-up's outcomes.
+type Warmup struct {
+	DurationS float64          `json:"duration_s"`
+	Requests  int64            `json:"requests"`
+	Status    map[string]int64 `json:"status"`
+	Errors    map[string]int64 `json:"errors"`
+}
+
+// Agent is one agent's row.
+type Agent struct {
+	Name        string  `json:"name"`
+	Connections int64   `json:"connections"`
+	Requests    int64   `json:"requests"`
+	Errors      int64   `json:"errors"`
+	InFlight    int64   `json:"in_flight"`
+	RPS         float64 `json:"rps"`
+	// CPUUtil is the agent process's CPU time in the window over the
+	// window times its usable CPUs, a 0-1 fraction.
+	CPUUtil float64 `json:"cpu_util"`
+	CPUs    int32   `json:"cpus"`
+	// CPUList is the agent's pin map (taskset -c syntax); empty when the
+	// agent was not pinned.
+	CPUList       string  `json:"cpu_list,omitempty"`
+	Missed        int64   `json:"missed"`
+	ClockOffsetUs float64 `json:"clock_offset_us"`
+	RTTUs         float64 `json:"rtt_us"`
+	// StartOffsetUs is the agent's first send minus the start instant.
+	StartOffsetUs float64 `json:"start_offset_us"`
+	// Error says why the agent's share ended early; its measurements up to
+	// then are included.
+	Error string `json:"error,omitempty"`
+}
+
+// ErrorTotal returns the number of failed requests.
+func (r *Report) ErrorTotal() int64 {
+	var n int64
+	for _, v := range r.Errors {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,87 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/report"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// RunFromProto decodes a coordinator's merged result into the report's
+// model (the report itself imports no proto, hence no gRPC). The load
+// model comes from the result's plan. Errors: a corrupt or missing
+// histogram, or counters measure does not know, named with the run.
+func RunFromProto(r *pb.RunResult) (*report.Run, error) {
+	fail := func(what string, err error) (*report.Run, error) {
+		return nil, fmt.Errorf("run %s%s: %w", r.GetRunId(), what, err)
+	}
+	hs, err := HistogramsFromProto(r.GetHistograms())
+	if err != nil {
+		return fail("", err)
+	}
+	counts, err := CountsFromProto(r.GetCounters())
+	if err != nil {
+		return fail("", err)
+	}
+	warmup, err := CountsFromProto(r.GetWarmup())
+	if err != nil {
+		return fail(" warm-up", err)
+	}
+	p := PlanFromProto(r.GetPlan())
+	run := &report.Run{
+		ID: r.GetRunId(), Target: p.URL, Load: p.Load,
+		Connections: int64(p.Connections), PlanDuration: p.Duration, PlanRequests: p.Requests,
+		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),
+		Histograms: hs, Counts: counts, InFlight: r.GetInFlight(), StartSkew: r.GetStartSkew().AsDuration(),
+		Warmup: warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
+	}
+	for _, pt := range r.GetTimeline() {
+		iv := report.Interval{
+			Index: pt.GetIndex(), Start: pt.GetStart().AsDuration(), Length: pt.GetLength().AsDuration(),
+			Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
+			CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(),
+		}
+		if b := pt.GetLatency(); len(b) > 0 {
+			if iv.Latency, err = hist.Decode(b); err != nil {
+				return fail(fmt.Sprintf(" interval %d", pt.GetIndex()), err)
+			}
+		}
+		run.Timeline = append(run.Timeline, iv)
+	}
+	for _, st := range r.GetStages() {
+		h, err := hist.Decode(st.GetLatency())
+		if err != nil {
+			return fail(fmt.Sprintf(" stage %d", st.GetIndex()), err)
+		}
+		c, err := CountsFromProto(st.GetCounters())
+		if err != nil {
+			return fail(fmt.Sprintf(" stage %d", st.GetIndex()), err)
+		}
+		run.Stages = append(run.Stages, report.StageRun{
+			Index: st.GetIndex(), Start: st.GetStart().AsDuration(), Duration: st.GetDuration().AsDuration(),
+			TargetFrom: st.GetTargetFrom(), TargetTo: st.GetTargetTo(), Counts: c, Latency: h,
+			ChangeSkew: st.GetChangeSkew().AsDuration(),
+		})
+	}
+	for _, a := range r.GetAgents() {
+		run.Agents = append(run.Agents, report.AgentRun{
+			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(), Errors: a.GetErrors(),
+			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
+			CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
+			StartOffset: a.GetStartOffset().AsDuration(), Error: a.GetError(),
+		})
+	}
+	return run, nil
+}
+
+// ReportFromResult builds the report of a merged result: RunFromProto,
+// then report.Build.
+func ReportFromResult(r *pb.RunResult) (*report.Report, error) {
+	run, err := RunFromProto(r)
+	if err != nil {
+		return nil, err
+	}
+	return report.Build(run)
+}
