@@ -46,70 +46,41 @@ func (rn *run) result() (*pb.RunResult, error) {
 		res.WarmupDuration = durationpb.New(p.Warmup)
 	}
 	var ends []time.Duration // each agent's window end, from its window start
-	var firstMin, firstMax time.Time
+	var firsts spread        // the agents' first sends, coordinator clock
 	for _, r := range runs {
-		ar := &pb.AgentResult{
-			Name:        r.meta.GetName(),
-			GrpcAddr:    r.meta.GetGrpcAddr(),
-			Connections: int64(r.share.Connections),
-			Requests:    r.counters.Requests,
-			Errors:      r.counters.ErrorTotal(),
-			CpuTime:     durationpb.New(r.cpu),
-			Cpus:        r.cpus,
-			ClockOffset: durationpb.New(r.offset),
-			Rtt:         durationpb.New(r.rtt),
-			CpuList:     r.ready.GetCpuList(),
-			Missed:      r.counters.Missed,
-		}
+		ar := rn.agentRow(r)
 		total.Add(&r.counters)
-		if r.err != nil {
-			ar.Error = r.err.Error()
-		}
-		if d := r.done; d != nil {
-			// The agent's window, in its own clock: from its start instant
-			// plus the warm-up to its reported end.
-			agentWindowStart := startAt.Add(r.offset + p.Warmup)
-			if we := d.GetWindowEndUnixNano(); we != 0 {
-				ends = append(ends, time.Unix(0, we).Sub(agentWindowStart))
-			}
-			if d.GetStopped() {
-				res.StoppedEarly = true
-			}
-			w, err := wire.CountsFromProto(d.GetWarmup())
-			if err != nil && ar.Error == "" {
-				ar.Error = fmt.Sprintf("agent %s: warm-up %v", r.meta.GetName(), err)
-			}
-			warmup.Add(&w)
-			if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
-				res.MaxStreams = ms
-			}
-			ar.InFlight = d.GetInFlight()
-			ar.Issued = d.GetIssued()
-			res.InFlight += d.GetInFlight()
-			if fs := d.GetFirstSendUnixNano(); fs != 0 {
-				first := time.Unix(0, fs).Add(-r.offset) // in the coordinator's clock
-				ar.StartOffset = durationpb.New(first.Sub(startAt))
-				if firstMin.IsZero() || first.Before(firstMin) {
-					firstMin = first
-				}
-				if first.After(firstMax) {
-					firstMax = first
-				}
-			}
-		}
-		if r.done == nil {
-			// No Done: the agent failed mid-run. Its issued requests are
-			// those whose outcome it reported; any still in flight are
-			// unknown, and its row says why.
-			ar.Issued = r.counters.Ended()
-		}
 		total.Issued += ar.Issued
+		res.InFlight += ar.InFlight
 		res.Agents = append(res.Agents, ar)
+		d := r.done
+		if d == nil {
+			continue
+		}
+		// The agent's window, in its own clock: from its start instant
+		// plus the warm-up to its reported end.
+		if we := d.GetWindowEndUnixNano(); we != 0 {
+			ends = append(ends, time.Unix(0, we).Sub(startAt.Add(r.offset+p.Warmup)))
+		}
+		if d.GetStopped() {
+			res.StoppedEarly = true
+		}
+		w, err := wire.CountsFromProto(d.GetWarmup())
+		if err != nil && ar.Error == "" {
+			ar.Error = fmt.Sprintf("agent %s: warm-up %v", r.meta.GetName(), err)
+		}
+		warmup.Add(&w)
+		if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
+			res.MaxStreams = ms
+		}
+		if fs := d.GetFirstSendUnixNano(); fs != 0 {
+			firsts.add(time.Unix(0, fs).Add(-r.offset))
+		}
 	}
 	res.Counters = wire.CountsToProto(&total)
 	res.Warmup = wire.CountsToProto(&warmup)
-	if !firstMin.IsZero() {
-		res.StartSkew = durationpb.New(firstMax.Sub(firstMin))
+	if w, ok := firsts.width(); ok {
+		res.StartSkew = durationpb.New(w)
 	}
 	window := merge.Window(p.Duration, ends, res.StoppedEarly)
 	res.Window = durationpb.New(window)
@@ -124,25 +95,72 @@ func (rn *run) result() (*pb.RunResult, error) {
 	// Stage change skew: when each agent began sending on stage i's
 	// schedule, in the coordinator's clock.
 	for i := 1; i < len(res.Stages); i++ {
-		var lo, hi time.Time
+		var changes spread
 		for _, r := range runs {
 			ch := r.done.GetStageChangeUnixNano()
 			if r.done == nil || i-1 >= len(ch) || ch[i-1] == 0 {
 				continue
 			}
-			at := time.Unix(0, ch[i-1]).Add(-r.offset)
-			if lo.IsZero() || at.Before(lo) {
-				lo = at
-			}
-			if at.After(hi) {
-				hi = at
-			}
+			changes.add(time.Unix(0, ch[i-1]).Add(-r.offset))
 		}
-		if !lo.IsZero() {
-			res.Stages[i].ChangeSkew = durationpb.New(hi.Sub(lo))
+		if w, ok := changes.width(); ok {
+			res.Stages[i].ChangeSkew = durationpb.New(w)
 		}
 	}
 	return res, nil
+}
+
+// agentRow is agent r's row of the result: its counters, CPU, clock, and
+// from its Done its in-flight and issued requests and its first send's
+// offset from the start instant; without a Done (it failed mid-run) its
+// issued requests are those whose outcome it reported (any still in
+// flight are unknown) and Error says why.
+func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
+	ar := &pb.AgentResult{
+		Name:        r.meta.GetName(),
+		GrpcAddr:    r.meta.GetGrpcAddr(),
+		Connections: int64(r.share.Connections),
+		Requests:    r.counters.Requests,
+		Errors:      r.counters.ErrorTotal(),
+		CpuTime:     durationpb.New(r.cpu),
+		Cpus:        r.cpus,
+		ClockOffset: durationpb.New(r.offset),
+		Rtt:         durationpb.New(r.rtt),
+		CpuList:     r.ready.GetCpuList(),
+		Missed:      r.counters.Missed,
+	}
+	if r.err != nil {
+		ar.Error = r.err.Error()
+	}
+	d := r.done
+	if d == nil {
+		ar.Issued = r.counters.Ended()
+		return ar
+	}
+	ar.InFlight = d.GetInFlight()
+	ar.Issued = d.GetIssued()
+	if fs := d.GetFirstSendUnixNano(); fs != 0 {
+		first := time.Unix(0, fs).Add(-r.offset) // in the coordinator's clock
+		ar.StartOffset = durationpb.New(first.Sub(rn.startAt))
+	}
+	return ar
+}
+
+// spread is the earliest and latest of a set of instants.
+type spread struct{ lo, hi time.Time }
+
+func (s *spread) add(t time.Time) {
+	if s.lo.IsZero() || t.Before(s.lo) {
+		s.lo = t
+	}
+	if t.After(s.hi) {
+		s.hi = t
+	}
+}
+
+// width returns latest minus earliest; false when no instant was added.
+func (s *spread) width() (time.Duration, bool) {
+	return s.hi.Sub(s.lo), !s.lo.IsZero()
 }
 
 // timelineToProto converts the merged timeline; each point carries its

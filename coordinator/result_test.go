@@ -1,0 +1,69 @@
+package coordinator
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/merge"
+	"github.com/phalanxload/phalanx/internal/plan"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// TestResultAssembly: the result step, from agents' state alone: issued
+// and in flight from Done (or, for a failed agent, its reported outcomes),
+// the start skew and stage change skew in the coordinator's clock (each
+// agent's instants shifted by its clock offset), the window of a stopped
+// run and its stages cut to it.
+func TestResultAssembly(t *testing.T) {
+	p := plan.Plan{URL: "https://127.0.0.1/", Connections: 4, Interval: time.Second, Load: plan.OpenLoop, Rate: 100,
+		Stages: []plan.Stage{{Duration: 2 * time.Second, Rate: 100}, {Duration: 2 * time.Second, Rate: 200}}}
+	p.SetDefaults()
+	startAt := time.Unix(1000, 0)
+	offset := 50 * time.Millisecond // agent b's clock runs 50 ms ahead
+	a := &agentRun{meta: &pb.NodeMeta{Name: "a"}, done: &pb.Done{
+		Issued: 12, InFlight: 2, Stopped: true,
+		FirstSendUnixNano:   startAt.Add(100 * time.Microsecond).UnixNano(),
+		WindowEndUnixNano:   startAt.Add(3 * time.Second).UnixNano(),
+		StageChangeUnixNano: []int64{startAt.Add(2*time.Second + time.Millisecond).UnixNano()},
+	}}
+	a.counters.Requests = 10
+	b := &agentRun{meta: &pb.NodeMeta{Name: "b"}, offset: offset, done: &pb.Done{
+		Issued: 5, Stopped: true,
+		FirstSendUnixNano:   startAt.Add(offset + 400*time.Microsecond).UnixNano(),
+		WindowEndUnixNano:   startAt.Add(offset + 2500*time.Millisecond).UnixNano(),
+		StageChangeUnixNano: []int64{startAt.Add(offset + 2*time.Second + 4*time.Millisecond).UnixNano()},
+	}}
+	b.counters.Requests = 5
+	c := &agentRun{meta: &pb.NodeMeta{Name: "c"}, err: errors.New("agent c: stream ended without a result")}
+	c.counters.Requests = 3
+	c.counters.Errors[0] = 1
+	rn := &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, b, c}, m: merge.New(p, 3), startAt: startAt}
+	res, err := rn.result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.GetCounters().GetIssued(); got != 12+5+4 {
+		t.Errorf("issued %d, want 21 (c's reported outcomes count as issued)", got)
+	}
+	if res.GetInFlight() != 2 || res.GetAgents()[2].GetError() == "" || res.GetAgents()[2].GetIssued() != 4 {
+		t.Errorf("in flight %d, c's row %+v", res.GetInFlight(), res.GetAgents()[2])
+	}
+	if got := res.GetStartSkew().AsDuration(); got != 300*time.Microsecond {
+		t.Errorf("start skew %v, want 300us", got)
+	}
+	if got := res.GetAgents()[1].GetStartOffset().AsDuration(); got != 400*time.Microsecond {
+		t.Errorf("b's start offset %v, want 400us", got)
+	}
+	if !res.GetStoppedEarly() || res.GetWindow().AsDuration() != 3*time.Second {
+		t.Errorf("stopped %v, window %v; want true, 3s", res.GetStoppedEarly(), res.GetWindow().AsDuration())
+	}
+	st := res.GetStages()
+	if len(st) != 2 || st[0].GetDuration().AsDuration() != 2*time.Second || st[1].GetDuration().AsDuration() != time.Second {
+		t.Fatalf("stages %v", st)
+	}
+	if got := st[1].GetChangeSkew().AsDuration(); got != 3*time.Millisecond {
+		t.Errorf("stage 1 change skew %v, want 3ms", got)
+	}
+}
