@@ -278,10 +278,4 @@ type Agent struct {
 }
 
 // ErrorTotal returns the number of failed requests.
-func (r *Report) ErrorTotal() int64 {
-	var n int64
-	for _, v := range r.Errors {
-		n += v
-	}
-	return n
-}
+func (r *Report) ErrorTotal() int64 { return sum(r.Errors) }

@@ -226,6 +226,8 @@ func (r *Report) targetText() string {
 	return fmt.Sprintf(", %s, %s requests/sec target (mean %.0f)", plural(int64(len(r.Stages)), "stage"), strings.Join(steps, "→"), r.TargetRPS)
 }
 
+// sum returns the total of an error (or status) map: the report's one
+// error total, over the kinds measure.Counts.ErrorMap gave it.
 func sum(m map[string]int64) int64 {
 	var n int64
 	for _, v := range m {
