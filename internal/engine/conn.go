@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/http1"
@@ -31,15 +33,41 @@ type conn struct {
 
 	tally tally
 
-	// Owned by the loop goroutine.
-	dropped bool // the last connection was lost: the next open is a reconnect
-	resp    http1.Response
+	// Owned by the loop goroutine (and by Prepare's dial before it).
+	dropped   bool // the last connection was lost: the next open is a reconnect
+	resp      http1.Response
+	idleSince time.Time       // when nc was opened or last answered
+	raw       syscall.RawConn // nc's socket (under TLS), for peek; nil if none
+	peekFn    func(fd uintptr) bool
+	peeked    peekState
+	peekBuf   [1]byte
 }
+
+// IdleCheck is how long a keep-alive connection must have been idle
+// before a request looks whether the server closed it meanwhile (one
+// non-blocking recv(2) with MSG_PEEK, Linux only). A busy connection,
+// answered and reused at once, never pays for the look; a close the look
+// misses (it races the write) is caught by the resend in conn.do.
+const IdleCheck = time.Millisecond
+
+// peekState is what a look at an idle connection's socket found.
+type peekState uint8
+
+const (
+	peekIdle   peekState = iota // nothing pending: the connection is usable
+	peekData                    // bytes pending (a TLS record, an unsolicited response)
+	peekClosed                  // the peer closed or reset the connection
+)
 
 func newConn(e *Engine, w *worker, i, j int) *conn {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &conn{e: e, w: w, j: j, pos: i % len(e.sched), timer: t}
+	c := &conn{e: e, w: w, j: j, pos: i % len(e.sched), timer: t}
+	c.peekFn = func(fd uintptr) bool {
+		c.peeked = peekFd(fd, &c.peekBuf)
+		return true
+	}
+	return c
 }
 
 // dialError is a failed connect or handshake.
@@ -104,7 +132,43 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 	} else {
 		c.br.Reset(nc)
 	}
+	c.idleSince = time.Now()
+	c.raw = nil
+	base := nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		base = tc.NetConn()
+	}
+	if sc, ok := base.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
 	return ci, nil
+}
+
+// closedByPeer reports whether the idle connection nc can no longer carry
+// a request: the server closed or reset it (its idle timeout), or sent
+// something unasked. Bytes pending on a TLS connection may be
+// post-handshake messages (a late session ticket): a read of at most a
+// millisecond consumes them and finds the connection usable, or finds a
+// close_notify, an end of file or application data, and then it is not.
+func (c *conn) closedByPeer(nc net.Conn) bool {
+	if c.raw == nil {
+		return false
+	}
+	if err := c.raw.Read(c.peekFn); err != nil {
+		return true
+	}
+	switch c.peeked {
+	case peekIdle:
+		return false
+	case peekClosed:
+		return true
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := c.br.Peek(1)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // drop closes the current connection.
@@ -339,28 +403,48 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()
-	if nc == nil {
-		reconnect := c.dropped && !e.plan.NoKeepAlive
-		c.dropped = false
-		ci, derr := c.dial(e.stopCtx, reconnect)
-		if derr != nil {
-			c.dropped = reconnect
-			o.end, o.failed, o.kind = time.Now(), true, derr.kind
-			return o
+	if nc != nil && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer(nc) {
+		c.drop() // closed while idle: reopen before sending (a reconnect)
+		c.dropped = true
+		nc = nil
+	}
+	var tw time.Time
+	for {
+		fresh := nc == nil
+		if fresh {
+			reconnect := c.dropped && !e.plan.NoKeepAlive
+			c.dropped = false
+			ci, derr := c.dial(e.stopCtx, reconnect)
+			if derr != nil {
+				c.dropped = reconnect
+				o.end, o.failed, o.kind = time.Now(), true, derr.kind
+				return o
+			}
+			o.conn = ci
+			c.mu.Lock()
+			nc = c.nc
+			c.mu.Unlock()
 		}
-		o.conn = ci
-		c.mu.Lock()
-		nc = c.nc
-		c.mu.Unlock()
-	}
-	_ = nc.SetDeadline(t0.Add(e.plan.Timeout))
-	if _, err := nc.Write(en.h1); err != nil {
-		return c.fail(o, classify(err, false))
-	}
-	tw := time.Now()
-	started := false
-	if err := http1.ReadResponse(c.br, en.head, &c.resp, &started); err != nil {
-		return c.fail(o, classify(err, started))
+		_ = nc.SetDeadline(t0.Add(e.plan.Timeout))
+		if _, err := nc.Write(en.h1); err != nil {
+			kind := classify(err, false)
+			if c.resend(&o, fresh, kind) {
+				nc = nil
+				continue
+			}
+			return c.fail(o, kind)
+		}
+		tw = time.Now()
+		started := false
+		if err := http1.ReadResponse(c.br, en.head, &c.resp, &started); err != nil {
+			kind := classify(err, started)
+			if !started && c.resend(&o, fresh, kind) {
+				nc = nil
+				continue
+			}
+			return c.fail(o, kind)
+		}
+		break
 	}
 	o.end = time.Now()
 	if o.end.Sub(t0) > e.plan.Timeout {
@@ -373,11 +457,36 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	}
 	o.status, o.bytes = c.resp.Status, c.resp.WireBytes
 	o.ttfb = c.resp.First.Sub(tw)
+	c.idleSince = o.end
 	if c.resp.Close || e.plan.NoKeepAlive {
 		c.drop()
 		c.dropped = c.resp.Close && !e.plan.NoKeepAlive
 	}
 	return o
+}
+
+// resend reports whether a request that failed with kind before any
+// response byte is sent once more on a new connection, and if so drops the
+// old one and marks the outcome retried. Only a request on a connection it
+// did not open itself (fresh false: a kept-alive or prepared connection)
+// that met the peer's close (end of file, EPIPE) or reset is resent, once:
+// the server closed that connection before reading it (an idle timeout
+// racing the write), so it never processed it, as with HTTP/2 streams above
+// a GOAWAY's last stream ID. Never after the engine stopped.
+func (c *conn) resend(o *outcome, fresh bool, kind measure.ErrorKind) bool {
+	if fresh || o.retried || (kind != measure.ErrClosed && kind != measure.ErrReset) || c.e.isStopped() {
+		return false
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return false
+	}
+	c.drop()
+	c.dropped = true
+	o.retried = true
+	return true
 }
 
 // fail abandons the connection after a failed request.

@@ -33,7 +33,9 @@ type Counts struct {
 	// error (not the per-request opens of no-keep-alive mode).
 	Reconnects int64
 	// Retries counts requests sent again because the server never
-	// processed them (HTTP/2 streams above a GOAWAY's last stream ID).
+	// processed them (HTTP/2 streams above a GOAWAY's last stream ID;
+	// HTTP/1.1 requests on a reused connection that met the server's close
+	// or reset before any response byte).
 	Retries int64
 	// HandshakesFull and HandshakesResumed count TLS handshakes.
 	HandshakesFull, HandshakesResumed int64
