@@ -139,3 +139,39 @@ func TestNginxCountModeExact(t *testing.T) {
 		t.Errorf("connections: report %d, nginx %d: want 10 (keep-alive)", rep.ConnectionsOpened, len(conns))
 	}
 }
+
+// TestNginxIdleKeepAliveClosesMatchLog: open loop at 5 req/s over 20
+// connections for 10 s against NGINX with keepalive_timeout 1s, so each
+// connection sits idle about 4 s between requests and NGINX has closed it
+// before nearly every reuse. No request fails; every one the report counts
+// (completed or in flight) is one access-log line; the closed connections
+// were reopened (reconnects).
+func TestNginxIdleKeepAliveClosesMatchLog(t *testing.T) {
+	srv := nginxtest.Start(t, nginxtest.Options{KeepaliveTimeout: time.Second})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL(), Load: plan.OpenLoop, Rate: 5, Connections: 20, Duration: 10 * time.Second,
+		TLS: plan.TLS{CAPEM: srv.CAPEM(), Curves: []string{"X25519"}},
+	}, 2, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	status := map[int]int64{}
+	conns := map[int64]bool{}
+	for _, l := range lines {
+		status[l.Status]++
+		conns[l.Connection] = true
+	}
+	t.Logf("report: %d requests + %d in flight, issued %d, errors %v, connections %d, reconnects %d, retries %d; nginx: %d lines, %d connections, status %v",
+		rep.Requests, rep.InFlight, rep.Issued, rep.Errors, rep.ConnectionsOpened, rep.Reconnects, rep.Retries, len(lines), len(conns), status)
+	if rep.ErrorTotal() != 0 {
+		t.Errorf("errors %v, want none", rep.Errors)
+	}
+	if got := rep.Requests + rep.InFlight; got != int64(len(lines)) || status[200] != int64(len(lines)) {
+		t.Errorf("report requests %d + in flight %d = %d, nginx logged %d (status %v): want equal, all 200", rep.Requests, rep.InFlight, got, len(lines), status)
+	}
+	if rep.Requests < 45 {
+		t.Errorf("%d requests, want about 50 (5/s for 10 s)", rep.Requests)
+	}
+	if rep.Reconnects < 20 {
+		t.Errorf("%d reconnects, want at least 20: NGINX closed the idle connections", rep.Reconnects)
+	}
+}
