@@ -23,6 +23,11 @@ type Response struct {
 	// First is when the first status line had been read (time to first
 	// byte, within a read).
 	First time.Time
+
+	// long holds a line longer than the reader's buffer while it is
+	// parsed; kept across calls (ReadResponse leaves it), so a connection
+	// whose responses carry long headers allocates it once.
+	long []byte
 }
 
 // ProtocolError marks a malformed response (or, for the HTTP/2 client
@@ -31,8 +36,21 @@ type ProtocolError struct{ Msg string }
 
 func (e *ProtocolError) Error() string { return "protocol: " + e.Msg }
 
-// maxLine bounds a status, header or chunk-size line (bufio's buffer).
-const maxLine = 16 << 10
+// Limits on a response's framing, beyond which ReadResponse returns a
+// *ProtocolError naming the limit. Lines up to the bufio.Reader's size
+// (the engine's is 16 KiB) are parsed in place; longer ones are gathered
+// in a buffer kept in the Response. curl accepts 100 KiB per header line
+// and wrk about 80 KB; big Content-Security-Policy, Link or Set-Cookie
+// headers pass 16 KiB.
+const (
+	// MaxLine bounds one status, header, chunk-size or trailer line,
+	// terminator included: 128 KiB.
+	MaxLine = 128 << 10
+	// MaxHeaderBytes bounds one response's header section (status line
+	// and header lines, terminators included; each interim response's
+	// apart) and, apart, its trailer section: 512 KiB.
+	MaxHeaderBytes = 512 << 10
+)
 
 // ReadResponse reads one whole response to a request with the given method
 // from r, following RFC 9112 section 6.3 for the message body length:
@@ -43,9 +61,10 @@ const maxLine = 16 << 10
 // started is set once the first response byte has been read, so that the
 // caller can tell "closed before response" from "truncated".
 func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) error {
-	*res = Response{}
+	*res = Response{long: res.long}
 	for {
-		line, err := readLine(r, &res.WireBytes)
+		section := res.WireBytes
+		line, err := readLine(r, &res.WireBytes, &res.long)
 		if len(line) > 0 || res.WireBytes > 0 {
 			*started = true
 		}
@@ -59,7 +78,7 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 		if !ok {
 			return &ProtocolError{"bad status line"}
 		}
-		h, err := readHeaders(r, &res.WireBytes)
+		h, err := readHeaders(r, &res.WireBytes, &res.long, section)
 		if err != nil {
 			return err
 		}
@@ -75,7 +94,7 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 		case head || status == 204 || status == 304:
 			return nil
 		case h.chunked:
-			return readChunked(r, &res.WireBytes)
+			return readChunked(r, &res.WireBytes, &res.long)
 		case h.contentLength >= 0:
 			n, err := r.Discard(int(h.contentLength))
 			res.WireBytes += int64(n)
@@ -108,25 +127,64 @@ func truncated(err error) error {
 	return err
 }
 
+// errLineTooLong and errHeaderTooLarge name the limits.
+var (
+	errLineTooLong    = &ProtocolError{"response line longer than 128 KiB (http1.MaxLine)"}
+	errHeaderTooLarge = &ProtocolError{"response header section larger than 512 KiB (http1.MaxHeaderBytes)"}
+)
+
 // readLine returns one CRLF- or LF-terminated line without its terminator.
-// The slice is valid until the next read.
-func readLine(r *bufio.Reader, n *int64) ([]byte, error) {
+// The slice is valid until the next read. A line longer than r's buffer is
+// gathered in *long, up to MaxLine.
+func readLine(r *bufio.Reader, n *int64, long *[]byte) ([]byte, error) {
 	line, err := r.ReadSlice('\n')
 	*n += int64(len(line))
 	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, &ProtocolError{"line too long"}
+		if err == bufio.ErrBufferFull {
+			line, err = readLongLine(r, n, long, line)
+			if err != nil {
+				return nil, err
+			}
+			return trimEOL(line), nil
 		}
 		if len(line) > 0 || *n > 0 {
 			return line, truncated(err)
 		}
 		return line, err
 	}
+	return trimEOL(line), nil
+}
+
+// trimEOL drops a line's LF and a CR before it.
+func trimEOL(line []byte) []byte {
 	line = line[:len(line)-1]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	return line, nil
+	return line
+}
+
+// readLongLine gathers a line whose first part (a full buffer) is first,
+// up to its LF, in *long.
+func readLongLine(r *bufio.Reader, n *int64, long *[]byte, first []byte) ([]byte, error) {
+	buf := append((*long)[:0], first...)
+	for {
+		part, err := r.ReadSlice('\n')
+		*n += int64(len(part))
+		if len(buf)+len(part) > MaxLine {
+			*long = buf[:0]
+			return nil, errLineTooLong
+		}
+		buf = append(buf, part...)
+		switch {
+		case err == nil:
+			*long = buf[:0]
+			return buf, nil
+		case err != bufio.ErrBufferFull:
+			*long = buf[:0]
+			return nil, truncated(err)
+		}
+	}
 }
 
 // parseStatusLine parses "HTTP/1.x NNN reason".
@@ -161,13 +219,18 @@ type headerInfo struct {
 	keepAlive     bool
 }
 
-// readHeaders reads header fields up to the empty line.
-func readHeaders(r *bufio.Reader, n *int64) (headerInfo, error) {
+// readHeaders reads header fields up to the empty line. The section began
+// at wire offset section (its status line's), and may not pass
+// MaxHeaderBytes.
+func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64) (headerInfo, error) {
 	h := headerInfo{contentLength: -1}
 	for {
-		line, err := readLine(r, n)
+		line, err := readLine(r, n, long)
 		if err != nil {
 			return h, truncated(err)
+		}
+		if *n-section > MaxHeaderBytes {
+			return h, errHeaderTooLarge
 		}
 		if len(line) == 0 {
 			return h, nil
@@ -207,10 +270,11 @@ func readHeaders(r *bufio.Reader, n *int64) (headerInfo, error) {
 	}
 }
 
-// readChunked reads a chunked body and its trailer section.
-func readChunked(r *bufio.Reader, n *int64) error {
+// readChunked reads a chunked body and its trailer section (at most
+// MaxHeaderBytes).
+func readChunked(r *bufio.Reader, n *int64, long *[]byte) error {
 	for {
-		line, err := readLine(r, n)
+		line, err := readLine(r, n, long)
 		if err != nil {
 			return truncated(err)
 		}
@@ -223,10 +287,14 @@ func readChunked(r *bufio.Reader, n *int64) error {
 		}
 		if size == 0 {
 			// Trailer section, ended by an empty line.
+			section := *n
 			for {
-				line, err := readLine(r, n)
+				line, err := readLine(r, n, long)
 				if err != nil {
 					return truncated(err)
+				}
+				if *n-section > MaxHeaderBytes {
+					return errHeaderTooLarge
 				}
 				if len(line) == 0 {
 					return nil
@@ -238,7 +306,7 @@ func readChunked(r *bufio.Reader, n *int64) error {
 		if err != nil {
 			return truncated(err)
 		}
-		line, err = readLine(r, n)
+		line, err = readLine(r, n, long)
 		if err != nil {
 			return truncated(err)
 		}

@@ -38,7 +38,11 @@ func TestReadResponse(t *testing.T) {
 		{name: "closed before response", in: "", want: eof},
 		{name: "101", in: "HTTP/1.1 101 Switching Protocols\r\n\r\n", want: bad},
 		{name: "bad chunk size", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", want: bad},
-		{name: "line too long", in: "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", maxLine) + "\r\n\r\n", want: bad},
+		{name: "line too long", in: "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", MaxLine) + "\r\n\r\n", want: bad},
+		{name: "40 KiB header line", in: "HTTP/1.1 200 OK\r\nContent-Security-Policy: " + strings.Repeat("a", 40<<10) + "\r\nContent-Length: 2\r\n\r\nokNEXT", status: 200, rest: "NEXT"},
+		{name: "long significant header", in: "HTTP/1.1 200 OK\r\nConnection: " + strings.Repeat("x, ", 10<<10) + "close\r\nContent-Length: 2\r\n\r\nok", status: 200, close: true},
+		{name: "long chunk extension and trailer", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;x=" + strings.Repeat("e", 20<<10) + "\r\nok\r\n0\r\nX-T: " + strings.Repeat("t", 20<<10) + "\r\n\r\nNEXT", status: 200, rest: "NEXT"},
+		{name: "long line cut", in: "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 1000), want: cut},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bufio.NewReaderSize(strings.NewReader(tc.in), 64)
@@ -96,4 +100,59 @@ func FuzzReadResponse(f *testing.F) {
 			t.Fatalf("accepted status %d", res.Status)
 		}
 	})
+}
+
+// TestLongHeaders: header lines longer than the reader's buffer are
+// accepted up to MaxLine, and the header section up to MaxHeaderBytes;
+// beyond, the error is a *ProtocolError naming the limit. A connection
+// reading long headers again allocates nothing more.
+func TestLongHeaders(t *testing.T) {
+	read := func(in string, res *Response) error {
+		started := false
+		return ReadResponse(bufio.NewReaderSize(strings.NewReader(in), 16<<10), false, res, &started)
+	}
+	resp := func(lines ...string) string {
+		return "HTTP/1.1 200 OK\r\n" + strings.Join(lines, "") + "Content-Length: 2\r\n\r\nok"
+	}
+	header := func(size int) string { // one header line of size bytes, CRLF included
+		return "X-Big: " + strings.Repeat("v", size-len("X-Big: \r\n")) + "\r\n"
+	}
+	var res Response
+	for _, size := range []int{16<<10 - 1, 16 << 10, 16<<10 + 1, 40 << 10, MaxLine} {
+		in := resp(header(size))
+		if err := read(in, &res); err != nil || res.Status != 200 || res.WireBytes != int64(len(in)) {
+			t.Errorf("%d-byte header line: status %d, %d wire bytes, %v; want 200, %d, nil", size, res.Status, res.WireBytes, err, len(in))
+		}
+	}
+	var pe *ProtocolError
+	err := read(resp(header(MaxLine+1)), &res)
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "128 KiB") || !strings.Contains(err.Error(), "MaxLine") {
+		t.Errorf("header line of MaxLine+1 bytes: %v, want a protocol error naming the 128 KiB MaxLine", err)
+	}
+	var lines []string
+	for total := 0; total <= MaxHeaderBytes; total += 64 << 10 {
+		lines = append(lines, header(64<<10))
+	}
+	err = read(resp(lines...), &res)
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "512 KiB") || !strings.Contains(err.Error(), "MaxHeaderBytes") {
+		t.Errorf("header section over MaxHeaderBytes in 64 KiB lines: %v, want a protocol error naming the 512 KiB MaxHeaderBytes", err)
+	}
+	if err := read(resp(lines[:7]...), &res); err != nil {
+		t.Errorf("header section of 7 x 64 KiB: %v, want accepted", err)
+	}
+
+	in := resp(header(40<<10), header(20<<10))
+	src := strings.NewReader(in)
+	r := bufio.NewReaderSize(src, 16<<10)
+	allocs := testing.AllocsPerRun(50, func() {
+		src.Reset(in)
+		r.Reset(src)
+		started := false
+		if err := ReadResponse(r, false, &res, &started); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per response with long headers, want 0 after the first", allocs)
+	}
 }
