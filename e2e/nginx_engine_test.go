@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +174,42 @@ func TestNginxIdleKeepAliveClosesMatchLog(t *testing.T) {
 	}
 	if rep.Reconnects < 20 {
 		t.Errorf("%d reconnects, want at least 20: NGINX closed the idle connections", rep.Reconnects)
+	}
+}
+
+// TestNginxBigHeaderLine: a location whose responses carry one 21,000-byte
+// header line (over the reader's 16 KiB buffer): count mode, 2,000
+// requests, no error, NGINX logs each once, and the report's wire bytes
+// hold the header on every response.
+func TestNginxBigHeaderLine(t *testing.T) {
+	const n, part = 2000, 3500
+	// nginx's configuration parser takes at most 4 KiB per parameter:
+	// the header is six copies of a 3,500-byte variable.
+	srv := nginxtest.Start(t, nginxtest.Options{Server: `
+        location /bighdr {
+            set $big "` + strings.Repeat("b", part) + `";
+            add_header X-Big "$big$big$big$big$big$big";
+            try_files /index.html =404;
+        }`})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL() + "bighdr", Requests: n, Connections: 4,
+		TLS: plan.TLS{CAPEM: srv.CAPEM(), Curves: []string{"X25519"}},
+	}, 2, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	status := map[int]int64{}
+	for _, l := range lines {
+		status[l.Status]++
+	}
+	t.Logf("report: %d requests, errors %v, %d bytes read (%d per response); nginx: %d lines, status %v",
+		rep.Requests, rep.Errors, rep.BytesRead, rep.BytesRead/max(rep.Requests, 1), len(lines), status)
+	if rep.ErrorTotal() != 0 || rep.Requests != n || rep.Status["200"] != n {
+		t.Errorf("report: requests %d, status %v, errors %v: want %d x 200", rep.Requests, rep.Status, rep.Errors, n)
+	}
+	if int64(len(lines)) != n || status[200] != n {
+		t.Errorf("nginx logged %d (status %v), want %d x 200", len(lines), status, n)
+	}
+	if per := rep.BytesRead / n; per < 6*part+600 {
+		t.Errorf("%d wire bytes per response, want at least %d (the header and the 600-byte page)", per, 6*part+600)
 	}
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// idle keep-alive connection open before closing it. Zero means 60 s;
 	// it is written in whole milliseconds.
 	KeepaliveTimeout time.Duration
+	// Server is extra nginx directives placed inside the server block
+	// before its "location /", e.g. further locations. Empty means none.
+	Server string
 }
 
 // LogLine is one parsed access-log line (see LogFormat). Numeric fields
@@ -398,6 +401,7 @@ http {
         ssl_session_tickets on;
 
         root %s;
+%s
         location / {
             try_files /index.html =404;
         }
@@ -408,7 +412,7 @@ http {
 		d("client_body_temp"), d("proxy_temp"), d("fastcgi_temp"), d("uwsgi_temp"), d("scgi_temp"),
 		keepalive.Milliseconds(),
 		listen, http2,
-		d("tls/"+tlsgen.CertFileName), d("tls/"+tlsgen.KeyFileName), d("html"))
+		d("tls/"+tlsgen.CertFileName), d("tls/"+tlsgen.KeyFileName), d("html"), opts.Server)
 	return c.String()
 }
 
