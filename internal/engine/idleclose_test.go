@@ -21,7 +21,7 @@ import (
 // idleCloseServer is a framing-level HTTP/1.1 server over TLS on
 // 127.0.0.1 that closes every keep-alive connection idle for idle (as
 // servers' keep-alive timeouts do; a fresh connection's first request too)
-// and counts the requests it answered.
+// and counts the requests it answered (each once read whole).
 type idleCloseServer struct {
 	url      string
 	ca       []byte
@@ -94,10 +94,13 @@ func newIdleCloseServer(t *testing.T, idle time.Duration) *idleCloseServer {
 							break
 						}
 					}
+					// Counted before the write, as an access log line is
+					// due: the client may finish before this goroutine
+					// runs again.
+					s.answered.Add(1)
 					if _, err := c.Write(resp); err != nil {
 						return
 					}
-					s.answered.Add(1)
 				}
 			}()
 		}
