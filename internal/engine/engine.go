@@ -643,7 +643,9 @@ func (e *Engine) countUnsent(k int, until time.Time) {
 		}
 		if unsent > 0 {
 			w.rec.mu.Lock()
-			w.rec.counts(k).Missed += unsent
+			cnt := w.rec.counts(k)
+			cnt.Missed += unsent
+			cnt.Unsent += unsent
 			w.rec.mu.Unlock()
 		}
 	}

@@ -259,6 +259,11 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	if total.Missed < 200-res.Issued {
 		t.Fatalf("missed %d, issued %d: the %d scheduled requests must be issued or missed", total.Missed, res.Issued, 200)
 	}
+	// Those never sent are counted apart too: issued + unsent is what
+	// was scheduled (200, or 199 when the last falls on the window's end).
+	if got := res.Issued + total.Unsent; got < 199 || got > 200 || total.Unsent > total.Missed {
+		t.Fatalf("issued %d + unsent %d = %d, missed %d: want the 200 scheduled, unsent within missed", res.Issued, total.Unsent, got, total.Missed)
+	}
 }
 
 // TestOpenLoopGrowsDuringStall: while every connection is stuck on a

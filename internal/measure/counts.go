@@ -43,6 +43,11 @@ type Counts struct {
 	// MissThreshold (5 ms) after their intended time (they were still
 	// sent).
 	Missed int64
+	// Unsent counts open-loop sends the schedule had due in the window
+	// that no connection took before it closed (every one was busy):
+	// never sent, so not in Issued; they are part of Missed. On a total,
+	// the sends scheduled are Issued + Unsent.
+	Unsent int64
 	// TLS counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
 	// the first.
@@ -65,6 +70,7 @@ func (c *Counts) Add(o *Counts) {
 	c.Reconnects += o.Reconnects
 	c.Retries += o.Retries
 	c.Missed += o.Missed
+	c.Unsent += o.Unsent
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesResumed += o.HandshakesResumed
 	for k, v := range o.TLS {

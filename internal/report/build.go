@@ -58,6 +58,7 @@ func Build(r *Run) (*Report, error) {
 		Mode:                  "closed",
 		LatencyBasis:          "actual send",
 		Missed:                c.Missed,
+		Unsent:                c.Unsent,
 	}
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
@@ -139,8 +140,15 @@ func (r *Report) flagClientBound() {
 			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
 		}
 	}
-	if r.Mode == "open" && r.Issued > 0 && float64(r.Missed) > clientMissedLimit*float64(r.Issued) {
-		r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("%d of %d sends (%.1f %%) started late", r.Missed, r.Issued, 100*float64(r.Missed)/float64(r.Issued)))
+	// Missed includes the sends never made (Unsent), which Issued does
+	// not: the share is of the sends scheduled.
+	if scheduled := r.Issued + r.Unsent; r.Mode == "open" && scheduled > 0 && float64(r.Missed) > clientMissedLimit*float64(scheduled) {
+		reason := fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late", r.Missed-r.Unsent, scheduled, 100*float64(r.Missed-r.Unsent)/float64(scheduled))
+		if r.Unsent > 0 {
+			reason = fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late or never (%d late, %d never sent)",
+				r.Missed, scheduled, 100*float64(r.Missed)/float64(scheduled), r.Missed-r.Unsent, r.Unsent)
+		}
+		r.ClientBoundReasons = append(r.ClientBoundReasons, reason)
 	}
 	r.ClientBound = len(r.ClientBoundReasons) > 0
 }

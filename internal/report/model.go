@@ -119,6 +119,10 @@ type Report struct {
 	// Missed counts open-loop sends that started more than 5 ms late
 	// (engine.MissThreshold), or never before the window closed.
 	Missed int64 `json:"missed"`
+	// Unsent counts the open-loop sends among Missed that were never sent
+	// (no connection was free before the window closed); they are not in
+	// Issued. Omitted when 0.
+	Unsent int64 `json:"unsent,omitempty"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`

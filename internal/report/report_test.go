@@ -133,6 +133,26 @@ func TestClientBound(t *testing.T) {
 	if r, _ = wire.ReportFromResult(res); !r.ClientBound || r.Mode != "open" || r.LatencyBasis != "intended send" {
 		t.Fatalf("open loop with 2 %% missed: client-bound %v mode %q basis %q", r.ClientBound, r.Mode, r.LatencyBasis)
 	}
+	// Sends never made are in missed but not in issued: the share is of
+	// the sends scheduled (issued + unsent), never above 100 %, and the
+	// never-sent are named apart, in the reason and the text.
+	overloaded := result(t)
+	overloaded.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}
+	overloaded.Counters.Missed, overloaded.Counters.Unsent = 1947, 1000 // 947 late, 1000 never sent; 1005 issued
+	ro, err := wire.ReportFromResult(overloaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "1947 of 2005 scheduled sends (97.1 %) started late or never (947 late, 1000 never sent)"; !ro.ClientBound || len(ro.ClientBoundReasons) != 1 || ro.ClientBoundReasons[0] != want || ro.Unsent != 1000 {
+		t.Fatalf("overloaded open loop: client-bound %v, reasons %q, unsent %d; want %q", ro.ClientBound, ro.ClientBoundReasons, ro.Unsent, want)
+	}
+	var ob strings.Builder
+	if err := ro.WriteText(&ob, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ob.String(), "1947 sends started late (missed), 1000 of them never sent") {
+		t.Errorf("overloaded open-loop text report:\n%s\nwant the never-sent named", ob.String())
+	}
 	// The distribution's heading says where open-loop latency starts.
 	var b strings.Builder
 	if err := r.WriteText(&b, report.TextOptions{Latency: true}); err != nil {

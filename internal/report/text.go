@@ -107,7 +107,11 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		if len(r.Stages) > 0 {
 			label = "Mean target"
 		}
-		p.f("  %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)\n", label, r.TargetRPS, r.RPS, r.Missed)
+		never := ""
+		if r.Unsent > 0 {
+			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
+		}
+		p.f("  %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
 	}
 	if len(r.Stages) > 0 {
 		p.f("  %-6s %8s %8s %16s %10s %9s %9s %7s\n", "Stage", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")

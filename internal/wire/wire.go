@@ -167,7 +167,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
-		Missed: c.Missed,
+		Missed: c.Missed, Unsent: c.Unsent,
 	}
 	for k, n := range c.TLS {
 		if out.Tls == nil {
@@ -198,7 +198,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
-		Missed: m.GetMissed(),
+		Missed: m.GetMissed(), Unsent: m.GetUnsent(),
 	}
 	for code, n := range m.GetStatus() {
 		if err := c.AddStatus(int(code), n); err != nil {

@@ -56,8 +56,12 @@ type Counters struct {
 	// "alpn:h2".
 	Tls map[string]int64 `protobuf:"bytes,11,rep,name=tls,proto3" json:"tls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// missed counts open-loop sends that started more than 5 ms after their
-	// intended time (they were still sent).
-	Missed        int64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
+	// intended time, or were never sent (unsent is that part).
+	Missed int64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
+	// unsent counts open-loop sends the schedule had due in the window that
+	// no connection took (every one was busy): never sent, so not in
+	// issued, and included in missed. Scheduled sends = issued + unsent.
+	Unsent        int64 `protobuf:"varint,13,opt,name=unsent,proto3" json:"unsent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +180,13 @@ func (x *Counters) GetMissed() int64 {
 	return 0
 }
 
+func (x *Counters) GetUnsent() int64 {
+	if x != nil {
+		return x.Unsent
+	}
+	return 0
+}
+
 // Histograms are the HdrHistograms of an interval or a run, values in
 // microseconds, all with the same geometry (1 us to 24 h, 3 significant
 // digits), each in HdrHistogram's V2 encoding: uncompressed (cookie
@@ -279,7 +290,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\"\x89\x05\n" +
+	"phalanx.v1\"\xa1\x05\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -296,7 +307,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x12handshakes_resumed\x18\n" +
 	" \x01(\x03R\x11handshakesResumed\x12/\n" +
 	"\x03tls\x18\v \x03(\v2\x1d.phalanx.v1.Counters.TlsEntryR\x03tls\x12\x16\n" +
-	"\x06missed\x18\f \x01(\x03R\x06missed\x1a9\n" +
+	"\x06missed\x18\f \x01(\x03R\x06missed\x12\x16\n" +
+	"\x06unsent\x18\r \x01(\x03R\x06unsent\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
