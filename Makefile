@@ -9,6 +9,8 @@ BIN := $(CURDIR)/bin
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+# Pinned linter (.golangci.yml), installed into ./bin by `make tools`.
+GOLANGCI_LINT_VERSION := v2.15.0
 
 FUZZTIME ?= 10s
 
@@ -53,7 +55,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc ## install the pinned protobuf generators into ./bin
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/golangci-lint ## install the pinned protobuf generators and linter into ./bin
 
 $(BIN)/buf:
 	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -61,15 +63,18 @@ $(BIN)/protoc-gen-go:
 	GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/golangci-lint:
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 proto: tools ## lint the .proto files and regenerate the committed Go code
 	$(BIN)/buf lint
 	$(BIN)/buf generate
 
-lint: ## gofmt and go vet
+lint: $(BIN)/golangci-lint ## gofmt, go vet and golangci-lint (.golangci.yml: staticcheck, unused, errcheck, govet, ineffassign)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	$(BIN)/golangci-lint run ./...
 
 check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go.mod or forbidden imports
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }

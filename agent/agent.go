@@ -187,7 +187,7 @@ func New(cfg Config) (*Agent, error) {
 		a.mu.Unlock()
 		// memberlist took the meta at Create, before the address was known.
 		if err := a.cluster.UpdateMeta(time.Second); err != nil {
-			a.cluster.Leave(0)
+			_ = a.cluster.Leave(0) // the error returned says why
 			lis.Close()
 			return nil, fmt.Errorf("advertise grpc address: %w", err)
 		}

@@ -51,7 +51,12 @@ func TestShareEndsWithRun(t *testing.T) {
 	tctx, stopTarget := context.WithCancel(context.Background())
 	tdone := make(chan error, 1)
 	go func() { tdone <- srv.Run(tctx) }()
-	defer func() { stopTarget(); <-tdone }()
+	defer func() {
+		stopTarget()
+		if err := <-tdone; err != nil {
+			t.Errorf("target: %v", err)
+		}
+	}()
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c, err := localcluster.Start(context.Background(), 1, 1, quiet)

@@ -32,7 +32,7 @@ func stopEnv(t *testing.T) (*target.Server, []byte, *localcluster.Cluster) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
+	go func() { _ = srv.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	c, err := localcluster.Start(context.Background(), 2, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -209,7 +209,7 @@ func fcDumpOnFailure(t *testing.T, r *report.Report) {
 func fcAwaitClose(c net.Conn, br *bufio.Reader, max time.Duration) (elapsed time.Duration, closed, sent bool) {
 	start := time.Now()
 	_ = c.SetReadDeadline(start.Add(max))
-	defer c.SetReadDeadline(time.Time{})
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	buf := make([]byte, 512)
 	for {
 		n, err := br.Read(buf)

@@ -41,7 +41,7 @@ func startTarget(t *testing.T) (*target.Server, *tlsgen.Bundle) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
+	go func() { _ = srv.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return srv, b
 }

@@ -20,7 +20,7 @@ func newDemoCmd() *cobra.Command {
 	var (
 		agents      int
 		connections int
-		duration    wrkDuration = wrkDuration(5 * time.Second)
+		duration    = wrkDuration(5 * time.Second)
 		jsonFile    string
 	)
 	cmd := &cobra.Command{
@@ -52,7 +52,12 @@ test against the target, and prints the merged report.`,
 			tctx, stopTarget := context.WithCancel(context.Background())
 			tdone := make(chan error, 1)
 			go func() { tdone <- srv.Run(tctx) }()
-			defer func() { stopTarget(); <-tdone }()
+			defer func() {
+				stopTarget()
+				if err := <-tdone; err != nil {
+					fmt.Fprintln(out, "demo:", err)
+				}
+			}()
 
 			c, err := localcluster.Start(ctx, agents, 0, quiet)
 			if err != nil {

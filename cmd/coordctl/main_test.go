@@ -43,7 +43,7 @@ func newTestEnv(t *testing.T, agents int) *testEnv {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
+	go func() { _ = srv.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	c, err := localcluster.Start(context.Background(), agents, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

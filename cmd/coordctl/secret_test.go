@@ -50,7 +50,12 @@ func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 	tctx, stopTarget := context.WithCancel(context.Background())
 	tdone := make(chan error, 1)
 	go func() { tdone <- srv.Run(tctx) }()
-	defer func() { stopTarget(); <-tdone }()
+	defer func() {
+		stopTarget()
+		if err := <-tdone; err != nil {
+			t.Errorf("target: %v", err)
+		}
+	}()
 
 	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

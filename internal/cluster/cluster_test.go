@@ -38,7 +38,7 @@ func member(t *testing.T, name string, role pb.Role) (*Cluster, *metaBox) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Leave(time.Second) })
+	t.Cleanup(func() { _ = c.Leave(time.Second) })
 	return c, meta
 }
 

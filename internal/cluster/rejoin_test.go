@@ -29,7 +29,7 @@ func memberAt(t *testing.T, name string, role pb.Role, addr string) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Leave(time.Second) })
+	t.Cleanup(func() { _ = c.Leave(time.Second) })
 	return c
 }
 
@@ -174,7 +174,7 @@ func TestJoinErrorIsOneLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Leave(0)
+	defer func() { _ = c.Leave(0) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err = c.Join(ctx, []string{"127.0.0.1:1", "127.0.0.1:2"})
@@ -223,7 +223,7 @@ func TestRejoinBacksOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Leave(0)
+	defer func() { _ = c.Leave(0) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
 	defer cancel()
 	c.KeepJoined(ctx, []string{"127.0.0.1:1"}) // attempts at 50, 100, 200, 400, 800 ms

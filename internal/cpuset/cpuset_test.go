@@ -1,13 +1,17 @@
 package cpuset
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParse(t *testing.T) {
@@ -51,7 +55,22 @@ func TestPinProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { PinProcess(all) })
+	// PinProcess only narrows (it refuses CPUs outside the current
+	// affinity), so the cleanup widens every thread back itself.
+	t.Cleanup(func() {
+		var set unix.CPUSet
+		for _, c := range all {
+			set.Set(c)
+		}
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			if tid, err := strconv.Atoi(task.Name()); err == nil {
+				if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+					t.Errorf("restore affinity of thread %d: %v", tid, err)
+				}
+			}
+		}
+	})
 	if err := PinProcess([]int{all[0]}); err != nil {
 		t.Fatal(err)
 	}

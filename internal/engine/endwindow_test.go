@@ -82,7 +82,7 @@ func checkIntervals(t *testing.T, ivs []Interval, start time.Time, interval time
 func TestEndWindowClosedLoop(t *testing.T) {
 	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(20 * time.Millisecond) // every connection has a request in flight at the stop
-		w.Write([]byte("hello"))
+		_, _ = w.Write([]byte("hello"))
 	})
 	const interval = 500 * time.Millisecond
 	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 4, Duration: 10 * time.Second, Interval: interval, TLS: plan.TLS{CAPEM: ca}}, 4)

@@ -45,7 +45,7 @@ func newEngine(t *testing.T, p plan.Plan, conns int) *Engine {
 
 func TestClosedLoopAccounting(t *testing.T) {
 	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("hello world"))
+		_, _ = w.Write([]byte("hello world"))
 	})
 	e := newEngine(t, plan.Plan{URL: srv.URL + "/x", Connections: 4, Duration: 1500 * time.Millisecond, Interval: 500 * time.Millisecond, TLS: plan.TLS{CAPEM: ca}}, 4)
 	ctx := context.Background()
@@ -181,7 +181,7 @@ func TestHTTP2Streams(t *testing.T) {
 			w.WriteHeader(500)
 			return
 		}
-		w.Write([]byte("h2 body"))
+		_, _ = w.Write([]byte("h2 body"))
 	}))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

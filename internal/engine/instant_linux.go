@@ -40,7 +40,7 @@ func waitInstant(t time.Time) {
 	}
 	if slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
 		if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) == nil {
-			defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
+			defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0) }()
 		}
 	}
 	if d := time.Until(t) - spin; d > 0 {

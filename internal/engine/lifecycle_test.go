@@ -32,7 +32,7 @@ func engineGoroutines() []string {
 // and when Run returns: their owners join them, nothing is left to exit
 // later. No retry: the check runs at once.
 func TestHTTP2GoroutinesJoined(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
