@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -38,14 +37,14 @@ type conn struct {
 	resp      http1.Response
 	idleSince time.Time       // when nc was opened or last answered
 	raw       syscall.RawConn // nc's socket (under TLS), for peek; nil if none
+	tls       bool            // nc is a *tls.Conn
 	peekFn    func(fd uintptr) bool
 	peeked    peekState
-	peekBuf   [1]byte
 }
 
 // IdleCheck is how long a keep-alive connection must have been idle
 // before a request looks whether the server closed it meanwhile (one
-// non-blocking recv(2) with MSG_PEEK, Linux only). A busy connection,
+// poll(2) with a zero timeout for POLLRDHUP, Linux only). A busy connection,
 // answered and reused at once, never pays for the look; a close the look
 // misses (it races the write) is caught by the resend in conn.do.
 const IdleCheck = time.Millisecond
@@ -55,7 +54,7 @@ type peekState uint8
 
 const (
 	peekIdle   peekState = iota // nothing pending: the connection is usable
-	peekData                    // bytes pending (a TLS record, an unsolicited response)
+	peekData                    // bytes pending, no close (a TLS record, an unsolicited response)
 	peekClosed                  // the peer closed or reset the connection
 )
 
@@ -64,7 +63,7 @@ func newConn(e *Engine, w *worker, i, j int) *conn {
 	t.Stop()
 	c := &conn{e: e, w: w, j: j, pos: i % len(e.sched), timer: t}
 	c.peekFn = func(fd uintptr) bool {
-		c.peeked = peekFd(fd, &c.peekBuf)
+		c.peeked = peekFd(fd)
 		return true
 	}
 	return c
@@ -135,9 +134,11 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 	c.idleSince = time.Now()
 	c.raw = nil
 	base := nc
-	if tc, ok := nc.(*tls.Conn); ok {
+	tc, isTLS := nc.(*tls.Conn)
+	if isTLS {
 		base = tc.NetConn()
 	}
+	c.tls = isTLS
 	if sc, ok := base.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -146,13 +147,15 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 	return ci, nil
 }
 
-// closedByPeer reports whether the idle connection nc can no longer carry
-// a request: the server closed or reset it (its idle timeout), or sent
-// something unasked. Bytes pending on a TLS connection may be
-// post-handshake messages (a late session ticket): a read of at most a
-// millisecond consumes them and finds the connection usable, or finds a
-// close_notify, an end of file or application data, and then it is not.
-func (c *conn) closedByPeer(nc net.Conn) bool {
+// closedByPeer reports whether the idle connection can no longer carry a
+// request: the server closed its side or reset it (its idle timeout), or,
+// in clear text, sent something unasked (a 408 before its close). Bytes
+// pending on a TLS connection whose peer has not closed are post-handshake
+// messages (the session tickets a server sends after the handshake, still
+// unread on a prepared connection): it is usable, and they are read with
+// the response. A close that arrives after the look is caught by the
+// resend in do.
+func (c *conn) closedByPeer() bool {
 	if c.raw == nil {
 		return false
 	}
@@ -160,15 +163,12 @@ func (c *conn) closedByPeer(nc net.Conn) bool {
 		return true
 	}
 	switch c.peeked {
-	case peekIdle:
-		return false
 	case peekClosed:
 		return true
+	case peekData:
+		return !c.tls
 	}
-	_ = nc.SetReadDeadline(time.Now().Add(time.Millisecond))
-	_, err := c.br.Peek(1)
-	var ne net.Error
-	return !(errors.As(err, &ne) && ne.Timeout())
+	return false
 }
 
 // drop closes the current connection.
@@ -403,7 +403,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()
-	if nc != nil && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer(nc) {
+	if nc != nil && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer() {
 		c.drop() // closed while idle: reopen before sending (a reconnect)
 		c.dropped = true
 		nc = nil

@@ -1,23 +1,24 @@
 package engine
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // peekFd looks at socket fd without blocking or consuming anything: one
-// recv(2) of a byte with MSG_PEEK|MSG_DONTWAIT into b. It reports
-// peekIdle when nothing is pending (EAGAIN), peekData when bytes are,
-// and peekClosed when the peer closed (a zero-byte read: its FIN) or the
-// socket holds an error (a reset). It allocates nothing.
-func peekFd(fd uintptr, b *[1]byte) peekState {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-	switch {
-	case errno == unix.EAGAIN || errno == unix.EINTR:
+// poll(2) with a zero timeout for POLLIN and POLLRDHUP. It reports
+// peekClosed when the peer has closed its side (its FIN: POLLRDHUP, set
+// even with bytes still pending) or the socket is hung up or in error (a
+// reset), peekData when bytes are pending and the peer has not closed,
+// and peekIdle otherwise (or when poll fails). It allocates nothing.
+func peekFd(fd uintptr) peekState {
+	fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+	n, err := unix.Poll(fds[:], 0)
+	if err != nil || n == 0 {
 		return peekIdle
-	case errno != 0 || n == 0:
-		return peekClosed
 	}
-	return peekData
+	switch ev := fds[0].Revents; {
+	case ev&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+		return peekClosed
+	case ev&unix.POLLIN != 0:
+		return peekData
+	}
+	return peekIdle
 }
