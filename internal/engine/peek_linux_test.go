@@ -53,7 +53,9 @@ func TestPeekFd(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, func() { peek() }); allocs != 0 {
 		t.Errorf("%v allocations per look, want 0", allocs)
 	}
-	server.Write([]byte("x"))
+	if _, err := server.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
 	if st := until(peekData); st != peekData {
 		t.Fatalf("byte pending: %v, want data", st)
 	}
