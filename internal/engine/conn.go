@@ -403,7 +403,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()
-	if nc != nil && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer() {
+	if nc != nil && !e.plan.NoKeepAlive && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer() {
 		c.drop() // closed while idle: reopen before sending (a reconnect)
 		c.dropped = true
 		nc = nil
@@ -472,9 +472,13 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 // that met the peer's close (end of file, EPIPE) or reset is resent, once:
 // the server closed that connection before reading it (an idle timeout
 // racing the write), so it never processed it, as with HTTP/2 streams above
-// a GOAWAY's last stream ID. Never after the engine stopped.
+// a GOAWAY's last stream ID. Never after the engine stopped, and never
+// with no keep-alive: there every request has a connection of its own
+// (prepared ahead only to take the handshake off the clock), so a server
+// that closes it unanswered is counted as it is, as ab counts it (field
+// case C11).
 func (c *conn) resend(o *outcome, fresh bool, kind measure.ErrorKind) bool {
-	if fresh || o.retried || (kind != measure.ErrClosed && kind != measure.ErrReset) || c.e.isStopped() {
+	if fresh || o.retried || c.e.plan.NoKeepAlive || (kind != measure.ErrClosed && kind != measure.ErrReset) || c.e.isStopped() {
 		return false
 	}
 	c.mu.Lock()
