@@ -799,8 +799,8 @@ func (e *Engine) stop() {
 // instantSpin is how long before a start or stage instant waitInstant
 // stops sleeping and spins: its thread then holds a CPU when the instant
 // comes, instead of waiting for one after a wakeup while other goroutines
-// or agents run. Chosen by measurement: 3 agents on 2 cores (make
-// test-netns) spread their starts less with 200-500 µs than with none.
+// or agents run. Chosen by measurement (bench/README.md, "Measured design
+// choices").
 const instantSpin = 500 * time.Microsecond
 
 // sleepUntil sleeps until t (monotonic) or ctx ends; it reports whether t

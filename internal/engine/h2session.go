@@ -137,9 +137,9 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 // flusher writes out the frames requests leave in bw. Woken by a request,
 // it first yields (runtime.Gosched), so that the other streams made ready
 // by the same response batch or timer tick write their frames too, then
-// flushes them all with one write(2): h2load writes a connection's frames
-// once per event-loop turn the same way, and a write per request cost a
-// third of the agent's CPU in HTTP/2 runs (make bench-profile).
+// flushes them all with one write(2), as h2load writes a connection's
+// frames once per event-loop turn (the cost of a write per request is in
+// bench/README.md, "Measured design choices").
 func (s *h2session) flusher() {
 	for {
 		select {
