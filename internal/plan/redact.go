@@ -19,14 +19,18 @@ var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization"
 // logs and errors. The client certificate and key (TLS.CertPEM, KeyPEM)
 // are dropped, and the values of the credential headers (Authorization,
 // Proxy-Authorization, Cookie; the plan's and the mix's) become
-// RedactedValue. A secret field added to the plan must be cleared here.
+// RedactedValue, and so does the password of a URL's user info (the
+// plan's and the mix's, as url.URL.Redacted writes it). A secret field
+// added to the plan must be cleared here.
 // p is not modified.
 func Redacted(p Plan) Plan {
 	p.TLS.CertPEM, p.TLS.KeyPEM = nil, nil
+	p.URL = redactURL(p.URL)
 	p.Headers = redactHeaders(p.Headers)
 	if len(p.Mix) > 0 {
 		p.Mix = slices.Clone(p.Mix)
 		for i := range p.Mix {
+			p.Mix[i].URL = redactURL(p.Mix[i].URL)
 			p.Mix[i].Headers = redactHeaders(p.Mix[i].Headers)
 		}
 	}

@@ -14,13 +14,14 @@ func TestRedacted(t *testing.T) {
 		Mix: []Request{
 			{URL: "https://127.0.0.1:8443/a", Headers: []Header{{"Cookie", "id=1"}}},
 			{URL: "https://127.0.0.1:8443/b", Headers: []Header{{"Proxy-Authorization", "Basic x"}, {"X-Y", "z"}}},
+			{URL: "https://bob:hunter2@127.0.0.1:8443/c"},
 		},
 	}
 	orig := Plan{
 		URL:     p.URL,
 		Headers: slicesCloneHeaders(p.Headers),
 		TLS:     p.TLS,
-		Mix:     []Request{{URL: p.Mix[0].URL, Headers: slicesCloneHeaders(p.Mix[0].Headers)}, {URL: p.Mix[1].URL, Headers: slicesCloneHeaders(p.Mix[1].Headers)}},
+		Mix:     []Request{{URL: p.Mix[0].URL, Headers: slicesCloneHeaders(p.Mix[0].Headers)}, {URL: p.Mix[1].URL, Headers: slicesCloneHeaders(p.Mix[1].Headers)}, {URL: p.Mix[2].URL}},
 	}
 	r := Redacted(p)
 	if r.TLS.CertPEM != nil || r.TLS.KeyPEM != nil {
@@ -35,6 +36,12 @@ func TestRedacted(t *testing.T) {
 	}
 	if r.Mix[0].Headers[0].Value != RedactedValue || r.Mix[1].Headers[0].Value != RedactedValue || r.Mix[1].Headers[1].Value != "z" {
 		t.Errorf("mix headers %v, %v", r.Mix[0].Headers, r.Mix[1].Headers)
+	}
+	if got := r.Mix[2].URL; strings.Contains(got, "hunter2") || !strings.Contains(got, "bob:") {
+		t.Errorf("mix URL %q: want the user kept and the password redacted", got)
+	}
+	if got := Redacted(Plan{URL: "https://bob:hunter2@127.0.0.1/"}).URL; strings.Contains(got, "hunter2") {
+		t.Errorf("plan URL %q keeps its password", got)
 	}
 	if !reflect.DeepEqual(p, orig) {
 		t.Errorf("Redacted modified its argument:\n got %+v\nwant %+v", p, orig)
