@@ -403,7 +403,10 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()
-	if nc != nil && !e.plan.NoKeepAlive && o.sent.Sub(c.idleSince) >= e.idleCheck && c.closedByPeer() {
+	// idle: the connection waited at least IdleCheck since its last answer
+	// (or its open), long enough for a server's idle timeout to close it.
+	idle := nc != nil && !e.plan.NoKeepAlive && o.sent.Sub(c.idleSince) >= IdleCheck
+	if idle && !e.noIdleLook && c.closedByPeer() {
 		c.drop() // closed while idle: reopen before sending (a reconnect)
 		c.dropped = true
 		nc = nil
@@ -428,7 +431,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		_ = nc.SetDeadline(t0.Add(e.plan.Timeout))
 		if _, err := nc.Write(en.h1); err != nil {
 			kind := classify(err, false)
-			if c.resend(&o, fresh, kind) {
+			if c.resend(&o, fresh || !idle, kind) {
 				nc = nil
 				continue
 			}
@@ -438,7 +441,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		started := false
 		if err := http1.ReadResponse(c.br, en.head, &c.resp, &started); err != nil {
 			kind := classify(err, started)
-			if !started && c.resend(&o, fresh, kind) {
+			if !started && c.resend(&o, fresh || !idle, kind) {
 				nc = nil
 				continue
 			}
@@ -468,11 +471,13 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 // resend reports whether a request that failed with kind before any
 // response byte is sent once more on a new connection, and if so drops the
 // old one and marks the outcome retried. Only a request on a connection it
-// did not open itself (fresh false: a kept-alive or prepared connection)
-// that met the peer's close (end of file, EPIPE) or reset is resent, once:
-// the server closed that connection before reading it (an idle timeout
-// racing the write), so it never processed it, as with HTTP/2 streams above
-// a GOAWAY's last stream ID. Never after the engine stopped, and never
+// did not open itself that had been idle for at least IdleCheck (fresh
+// false: a kept-alive or prepared connection, waiting) and that met the
+// peer's close (end of file, EPIPE) or reset is resent, once: the server
+// closed that connection before reading it (an idle timeout racing the
+// write), so it never processed it, as with HTTP/2 streams above a
+// GOAWAY's last stream ID. A busy connection the server resets or closes
+// under a request is that request's error (field case C07). Never after the engine stopped, and never
 // with no keep-alive: there every request has a connection of its own
 // (prepared ahead only to take the handshake off the clock), so a server
 // that closes it unanswered is counted as it is, as ab counts it (field

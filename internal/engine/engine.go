@@ -57,9 +57,9 @@ type Engine struct {
 	slots   []connSlot     // every connection slot, in creation order
 	wg      sync.WaitGroup // slot goroutines
 
-	// idleCheck is IdleCheck (tests raise it to leave stale connections
+	// noIdleLook turns the idle look off (tests leave stale connections
 	// to the resend alone).
-	idleCheck time.Duration
+	noIdleLook bool
 
 	// Set by Run before any connection goroutine starts.
 	mono        time.Time // start instant (monotonic)
@@ -153,7 +153,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.pacer = newPacer(e, p.Load)
 	e.newSlot, e.grows = newSlotFunc(p.Protocol)
-	e.idleCheck = IdleCheck
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
 	if e.entries, e.sched, err = buildEntries(p, parsed.Entries); err != nil {
 		return nil, err

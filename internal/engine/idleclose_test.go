@@ -193,7 +193,7 @@ func TestIdleCloseResend(t *testing.T) {
 				p.Interval = 100 * time.Millisecond
 			}
 			e := newEngine(t, p, p.Connections)
-			e.idleCheck = time.Hour
+			e.noIdleLook = true
 			res, total := runCounted(t, e)
 			checkExact(t, s, res, total)
 			if total.Retries == 0 {
