@@ -14,8 +14,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
-	"github.com/phalanxload/phalanx/internal/target"
-	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests: the
@@ -40,23 +39,7 @@ func TestDefaultConfig(t *testing.T) {
 // TestShareEndsWithRun runs a share on one agent, then stops the cluster:
 // Run returns without error and leaves no goroutine behind (TestMain).
 func TestShareEndsWithRun(t *testing.T) {
-	b, err := tlsgen.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tctx, stopTarget := context.WithCancel(context.Background())
-	tdone := make(chan error, 1)
-	go func() { tdone <- srv.Run(tctx) }()
-	defer func() {
-		stopTarget()
-		if err := <-tdone; err != nil {
-			t.Errorf("target: %v", err)
-		}
-	}()
+	srv, b := targettest.Start(t)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c, err := localcluster.Start(context.Background(), 1, 1, quiet)

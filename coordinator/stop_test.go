@@ -14,7 +14,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/target"
-	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -22,18 +22,7 @@ import (
 // stopEnv is the built-in target and an in-process cluster of two agents.
 func stopEnv(t *testing.T) (*target.Server, []byte, *localcluster.Cluster) {
 	t.Helper()
-	b, err := tlsgen.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv, b := targettest.Start(t)
 	c, err := localcluster.Start(context.Background(), 2, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

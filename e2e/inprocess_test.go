@@ -12,6 +12,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/target"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -31,19 +32,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // startTarget starts the built-in HTTPS target with a fresh test CA.
 func startTarget(t *testing.T) (*target.Server, *tlsgen.Bundle) {
 	t.Helper()
-	b, err := tlsgen.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv, b
+	return targettest.Start(t)
 }
 
 // startCluster starts a coordinator and n agents in this process.

@@ -16,7 +16,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/target"
-	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
 )
 
 // testEnv is a target and an in-process cluster on loopback.
@@ -29,22 +29,11 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T, agents int) *testEnv {
 	t.Helper()
-	b, err := tlsgen.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, b := targettest.Start(t)
 	caFile, _, _, err := b.WriteFiles(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	c, err := localcluster.Start(context.Background(), agents, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

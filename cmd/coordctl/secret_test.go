@@ -15,8 +15,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
-	"github.com/phalanxload/phalanx/internal/target"
-	"github.com/phalanxload/phalanx/internal/tlsgen"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
 )
 
 // TestNoSecretInResultJSONOrLogs runs a plan with a client certificate and
@@ -26,10 +25,7 @@ import (
 // report, coordctl's output or the logs.
 func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 	const token = "Bearer tok-3f9a1c"
-	b, err := tlsgen.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, b := targettest.Start(t)
 	dir := t.TempDir()
 	caFile, certFile, keyFile, err := b.WriteFiles(dir)
 	if err != nil {
@@ -43,19 +39,6 @@ func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tctx, stopTarget := context.WithCancel(context.Background())
-	tdone := make(chan error, 1)
-	go func() { tdone <- srv.Run(tctx) }()
-	defer func() {
-		stopTarget()
-		if err := <-tdone; err != nil {
-			t.Errorf("target: %v", err)
-		}
-	}()
 
 	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
