@@ -98,7 +98,7 @@ func TestTimelineHistogramSize(t *testing.T) {
 		pt.Index, pt.Start = k, time.Duration(k)*time.Second
 		tl[k] = &pt
 	}
-	with := &pb.RunResult{Timeline: timelineToProto(tl)}
+	with := &pb.RunResult{Timeline: wire.TimelineToProto(tl)}
 	without := proto.Clone(with).(*pb.RunResult)
 	for _, pt := range without.Timeline {
 		pt.Latency = nil

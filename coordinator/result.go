@@ -41,7 +41,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode interval histograms: %v", err)
 	}
-	res.Timeline = timelineToProto(tl)
+	res.Timeline = wire.TimelineToProto(tl)
 	if p.Warmup > 0 {
 		res.WarmupDuration = durationpb.New(p.Warmup)
 	}
@@ -89,7 +89,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 		// rates are over the time they had; later stages are empty.
 		merge.Cut(m.Stages(), window)
 	}
-	if res.Stages, err = stagesToProto(m.Stages()); err != nil {
+	if res.Stages, err = wire.StagesToProto(m.Stages()); err != nil {
 		return nil, status.Errorf(codes.Internal, "encode stage histograms: %v", err)
 	}
 	// Stage change skew: when each agent began sending on stage i's
@@ -161,35 +161,4 @@ func (s *spread) add(t time.Time) {
 // width returns latest minus earliest; false when no instant was added.
 func (s *spread) width() (time.Duration, bool) {
 	return s.hi.Sub(s.lo), !s.lo.IsZero()
-}
-
-// timelineToProto converts the merged timeline; each point carries its
-// merged latency histogram, never percentiles.
-func timelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
-	out := make([]*pb.TimelinePoint, 0, len(tl))
-	for _, pt := range tl {
-		tp := &pb.TimelinePoint{
-			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
-			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
-			TargetRps: pt.TargetRPS, Latency: pt.Latency,
-		}
-		out = append(out, tp)
-	}
-	return out
-}
-
-// stagesToProto converts the merged stages (latency V2 compressed).
-func stagesToProto(stages []*merge.Stage) ([]*pb.StageResult, error) {
-	var out []*pb.StageResult
-	for _, st := range stages {
-		b, err := st.Latency.Encode()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, &pb.StageResult{
-			Index: int32(st.Index), Start: durationpb.New(st.Start), Duration: durationpb.New(st.Duration),
-			TargetFrom: st.From, TargetTo: st.To, Counters: wire.CountsToProto(&st.Counts), Latency: b,
-		})
-	}
-	return out, nil
 }

@@ -1,0 +1,39 @@
+package wire
+
+import (
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/phalanxload/phalanx/internal/merge"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// TimelineToProto converts the merged timeline; each point carries its
+// merged latency histogram, never percentiles.
+func TimelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
+	out := make([]*pb.TimelinePoint, 0, len(tl))
+	for _, pt := range tl {
+		tp := &pb.TimelinePoint{
+			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
+			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
+			TargetRps: pt.TargetRPS, Latency: pt.Latency,
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// StagesToProto converts the merged stages (latency V2 compressed).
+func StagesToProto(stages []*merge.Stage) ([]*pb.StageResult, error) {
+	var out []*pb.StageResult
+	for _, st := range stages {
+		b, err := st.Latency.Encode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &pb.StageResult{
+			Index: int32(st.Index), Start: durationpb.New(st.Start), Duration: durationpb.New(st.Duration),
+			TargetFrom: st.From, TargetTo: st.To, Counters: CountsToProto(&st.Counts), Latency: b,
+		})
+	}
+	return out, nil
+}
