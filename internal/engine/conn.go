@@ -49,6 +49,14 @@ type conn struct {
 // misses (it races the write) is caught by the resend in conn.do.
 const IdleCheck = time.Millisecond
 
+// ResendIdle is how long a keep-alive connection must have been idle for
+// a request that meets the server's close or reset before any response
+// byte to be sent again (conn.resend): well above a busy connection's
+// scheduling gaps on a loaded machine, which would otherwise let a reset
+// under load pass for an idle close (field case C07), and well below any
+// server's idle timeout (NGINX's shortest sensible 1 s; Apache's 5 s).
+const ResendIdle = 100 * time.Millisecond
+
 // peekState is what a look at an idle connection's socket found.
 type peekState uint8
 
@@ -403,10 +411,15 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	c.mu.Lock()
 	nc := c.nc
 	c.mu.Unlock()
-	// idle: the connection waited at least IdleCheck since its last answer
-	// (or its open), long enough for a server's idle timeout to close it.
-	idle := nc != nil && !e.plan.NoKeepAlive && o.sent.Sub(c.idleSince) >= IdleCheck
-	if idle && !e.noIdleLook && c.closedByPeer() {
+	// look: the connection waited at least IdleCheck since its last answer
+	// (or its open); idle: at least ResendIdle, long enough for a server's
+	// idle timeout to have closed it.
+	var waited time.Duration
+	if nc != nil && !e.plan.NoKeepAlive {
+		waited = o.sent.Sub(c.idleSince)
+	}
+	idle := waited >= ResendIdle
+	if waited >= IdleCheck && !e.noIdleLook && c.closedByPeer() {
 		c.drop() // closed while idle: reopen before sending (a reconnect)
 		c.dropped = true
 		nc = nil
@@ -471,7 +484,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 // resend reports whether a request that failed with kind before any
 // response byte is sent once more on a new connection, and if so drops the
 // old one and marks the outcome retried. Only a request on a connection it
-// did not open itself that had been idle for at least IdleCheck (fresh
+// did not open itself that had been idle for at least ResendIdle (fresh
 // false: a kept-alive or prepared connection, waiting) and that met the
 // peer's close (end of file, EPIPE) or reset is resent, once: the server
 // closed that connection before reading it (an idle timeout racing the
