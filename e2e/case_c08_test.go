@@ -151,6 +151,9 @@ func TestCaseC08CoordinatedOmission(t *testing.T) {
 		// Service time (from the actual send) is reported apart: it is the
 		// uncorrected view, where the stall touches only the few requests
 		// that were on the wire when it began.
+		if l := r.SendLatenessUs; l == nil || l.Count < r.Requests {
+			t.Errorf("open loop: send lateness %+v, want a sample per send (%d completed)", l, r.Requests)
+		}
 		if s := r.ServiceTimeUs; s == nil {
 			t.Error("open loop: no service-time summary beside the intended-time latency")
 		} else if d := c08Dur(s.P50); d >= 10*time.Millisecond+allow50 {
@@ -189,6 +192,9 @@ func TestCaseC08CoordinatedOmission(t *testing.T) {
 		}
 		if r.Mode != "closed" || r.LatencyBasis != "actual send" || r.ServiceTimeUs != nil {
 			t.Errorf("mode %q, latency basis %q, service time %+v: want closed, actual send, none", r.Mode, r.LatencyBasis, r.ServiceTimeUs)
+		}
+		if r.SendLatenessUs != nil {
+			t.Errorf("closed loop: send lateness %+v, want none (sends follow no schedule)", r.SendLatenessUs)
 		}
 		// One connection, one request on the wire at a time: the target
 		// held exactly one request through the stall.

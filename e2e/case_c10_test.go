@@ -174,6 +174,13 @@ func TestCaseC10TimeoutAccounting(t *testing.T) {
 		if !r.ClientBound {
 			t.Errorf("missed %d of %d: the run must be flagged client-bound (over 1 %% missed)", r.Missed, r.Issued)
 		}
+		// Sends waited for a connection the slow server held: their
+		// lateness is in its own histogram, and its p99 flags the run.
+		if l := r.SendLatenessUs; l == nil || l.P99 <= report.LatenessLimit.Microseconds() {
+			t.Errorf("send lateness %+v: want a p99 above %v at 3x the server's capacity", l, report.LatenessLimit)
+		} else if !slices.ContainsFunc(r.ClientBoundReasons, func(s string) bool { return strings.HasPrefix(s, "send lateness p99 ") }) {
+			t.Errorf("client-bound reasons %q: want the send lateness named", r.ClientBoundReasons)
+		}
 		if r.Mode != "open" || r.LatencyBasis != "intended send" {
 			t.Errorf("mode %q, basis %q", r.Mode, r.LatencyBasis)
 		}

@@ -204,6 +204,7 @@ type outcome struct {
 	// else when it began. sent is when it actually began (its connect or
 	// its write). Latency is end−start; service time end−sent.
 	start, sent, end time.Time
+	paced            bool // open loop: sent − start is the send's lateness
 	missed           bool
 	status           int
 	kind             measure.ErrorKind
@@ -256,6 +257,7 @@ type tally struct {
 func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *outcome) bool {
 	e.noteSend(o.sent)
 	if w.open {
+		o.paced = true
 		e.noteStage(t0, o.sent)
 		if o.sent.Sub(t0) > MissThreshold {
 			o.missed = true
@@ -373,6 +375,9 @@ func (r *recorder) record(k int, o *outcome) {
 	}
 	if o.missed {
 		cnt.Missed++
+	}
+	if o.paced && k >= 0 {
+		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
 	}
 	if o.failed {
 		cnt.Errors[o.kind]++

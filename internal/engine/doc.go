@@ -21,8 +21,9 @@
 //     number of active slots; latency runs from the request's first written
 //     byte. Open loop: sends follow the schedule's rate (wrk2's -R), slots
 //     take numbered tickets, latency runs from each request's intended send
-//     time, a send that starts more than MissThreshold late counts as
-//     missed, and HTTP/1.1 slots are added up to MaxConnections when every
+//     time, every send's lateness (actual − intended) is recorded in the
+//     Lateness histogram, a send that starts more than MissThreshold late
+//     counts as missed, and HTTP/1.1 slots are added up to MaxConnections when every
 //     one is busy.
 //
 // Each request ends in exactly one outcome, a status code or an error kind,

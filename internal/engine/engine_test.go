@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
@@ -58,13 +59,17 @@ func TestClosedLoopAccounting(t *testing.T) {
 	}
 	start := time.Now().Add(50 * time.Millisecond)
 	var ivs []Interval
-	var hcount int64
+	var hcount, late int64
 	res, err := e.Run(ctx, start, func(iv Interval) {
 		hcount += iv.Hists.Latency.Count() // histograms are valid only during emit
+		late += iv.Hists.Lateness.Count()
 		ivs = append(ivs, iv)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if late != 0 {
+		t.Errorf("closed loop recorded %d send-lateness samples, want none (sends follow no schedule)", late)
 	}
 	if len(ivs) != 3 {
 		t.Fatalf("got %d intervals, want 3", len(ivs))
@@ -217,11 +222,12 @@ func TestOpenLoopRate(t *testing.T) {
 	}
 	var per []int64
 	var total measure.Counts
-	var service int64
+	var service, late int64
 	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
 		per = append(per, iv.Counts.Requests+iv.Counts.ErrorTotal())
 		total.Add(&iv.Counts)
 		service += iv.Hists.Service.Count()
+		late += iv.Hists.Lateness.Count()
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +243,9 @@ func TestOpenLoopRate(t *testing.T) {
 	if service != total.Requests {
 		t.Errorf("service-time samples %d, want one per completed request (%d)", service, total.Requests)
 	}
+	if want := total.Requests + total.ErrorTotal(); late != want {
+		t.Errorf("send-lateness samples %d, want one per send that ended in the window (%d)", late, want)
+	}
 }
 
 // TestOpenLoopUnsentAreMissed: when every connection is busy until the
@@ -249,9 +258,19 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var total measure.Counts
-	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
+	late := hist.New()
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
+		total.Add(&iv.Counts)
+		if err := late.Merge(iv.Hists.Lateness); err != nil {
+			t.Error(err)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Sends after the first two waited for a connection held 400 ms.
+	if late.Count() > 0 && late.Max() < 300_000 {
+		t.Errorf("send lateness max %d us over %d sends: sends that waited for a busy connection must show their wait", late.Max(), late.Count())
 	}
 	if res.Issued > 10 {
 		t.Fatalf("issued %d: 2 connections held 400 ms each cannot send more than about 6 in 1 s", res.Issued)

@@ -19,14 +19,19 @@ const (
 	TLSResumed
 	// TTFB: from the request's write to its first response byte.
 	TTFB
+	// Lateness: open loop only, every send's lateness: its actual send
+	// (the write, or the connect when it opened its connection) minus its
+	// intended send time, whatever its outcome. It is the tool's own error
+	// in the latency, which runs from the intended time.
+	Lateness
 	// NumKinds is the number of kinds (not a kind).
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb"}
+var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness"}
 
 // String returns the kind's name: latency, service, connect, tls_full,
-// tls_resumed or ttfb ("unknown" outside them).
+// tls_resumed, ttfb or lateness ("unknown" outside them).
 func (k Kind) String() string {
 	if k < NumKinds {
 		return kindNames[k]
@@ -37,12 +42,12 @@ func (k Kind) String() string {
 // Set is the named histogram set of an interval, a stage or a run (µs,
 // Phalanx's geometry). The zero value has nil histograms: use NewSet.
 type Set struct {
-	Latency, Service, Connect, TLSFull, TLSResumed, TTFB *Histogram
+	Latency, Service, Connect, TLSFull, TLSResumed, TTFB, Lateness *Histogram
 }
 
 // NewSet returns a set of empty histograms.
 func NewSet() *Set {
-	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New()}
+	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New(), Lateness: New()}
 }
 
 // Get returns the histogram of kind k (nil for a kind outside the set).
@@ -75,6 +80,8 @@ func (s *Set) field(k Kind) **Histogram {
 		return &s.TLSResumed
 	case TTFB:
 		return &s.TTFB
+	case Lateness:
+		return &s.Lateness
 	}
 	return nil
 }

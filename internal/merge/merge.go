@@ -41,6 +41,9 @@ type Point struct {
 	// Latency is the merged latency histogram of the interval, V2
 	// compressed (hist.Histogram.Encode).
 	Latency []byte
+	// Lateness is the merged send-lateness histogram of the interval, V2
+	// compressed; nil in closed loop.
+	Lateness []byte
 	// P99 is the merged latency's 99th percentile in µs (0 when empty),
 	// for live progress only: results render from Latency.
 	P99 int64
@@ -67,6 +70,7 @@ type Stage struct {
 
 type pending struct {
 	latency  *hist.Histogram
+	lateness *hist.Histogram // open loop only
 	requests int64
 	errors   int64
 	missed   int64
@@ -134,10 +138,18 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	p := m.open[iv.Index]
 	if p == nil {
 		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents)}
+		if m.p.OpenLoop() {
+			p.lateness = m.newHist()
+		}
 		m.open[iv.Index] = p
 	}
 	if err := p.latency.AddSparse(latency); err != nil {
 		return nil, err
+	}
+	if p.lateness != nil {
+		if err := p.lateness.AddSparse(&m.sparse[hist.Lateness]); err != nil {
+			return nil, err
+		}
 	}
 	p.requests += iv.Counts.Requests
 	p.errors += iv.Counts.ErrorTotal()
@@ -180,6 +192,13 @@ func (m *Merger) finish(k int) (*Point, error) {
 	}
 	if m.p.OpenLoop() {
 		pt.TargetRPS = m.p.TargetAt(p.start + p.length/2)
+	}
+	if p.lateness != nil {
+		if pt.Lateness, err = p.lateness.Encode(); err != nil {
+			return nil, fmt.Errorf("interval %d: %w", k, err)
+		}
+		p.lateness.Reset()
+		m.free = append(m.free, p.lateness)
 	}
 	p.latency.Reset()
 	m.free = append(m.free, p.latency)

@@ -11,11 +11,12 @@ import (
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
-// sample is one completed request: its end's offset in the window and its
-// latency.
+// sample is one completed request: its end's offset in the window, its
+// latency and its send lateness.
 type sample struct {
-	at time.Duration
-	us int64
+	at   time.Duration
+	us   int64
+	late int64
 }
 
 func samples(r *rand.Rand, n int, window time.Duration) []sample {
@@ -25,7 +26,11 @@ func samples(r *rand.Rand, n int, window time.Duration) []sample {
 		if r.IntN(200) == 0 {
 			us = 10_000 + r.Int64N(5_000_000) // a slow tail
 		}
-		out[i] = sample{at: time.Duration(r.Int64N(int64(window))), us: us}
+		late := int64(1 + r.ExpFloat64()*15)
+		if r.IntN(100) == 0 {
+			late = 1_000 + r.Int64N(50_000) // a starved or overloaded agent
+		}
+		out[i] = sample{at: time.Duration(r.Int64N(int64(window))), us: us, late: late}
 	}
 	return out
 }
@@ -55,6 +60,7 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 		}
 		sets[k].Latency.RecordMicros(s.us)
 		sets[k].TTFB.RecordMicros(s.us / 2)
+		sets[k].Lateness.RecordMicros(s.late)
 		counts[k].Requests++
 		counts[k].Status[200]++
 	}
@@ -84,7 +90,8 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 // TestAnySplitMergesToOneRecorder: however the same samples are split
 // across agents, workers and intervals, and in whatever order the
 // intervals arrive, the window's, each interval's and each stage's merged
-// latency equal one recorder's histogram of the same samples.
+// latency, and the window's and each interval's send lateness, equal one
+// recorder's histogram of the same samples.
 func TestAnySplitMergesToOneRecorder(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	const intervals = 10
@@ -95,13 +102,16 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		ss := samples(r, 500+r.IntN(3000), window)
 		whole, perInterval, perStage := hist.New(), make([]*hist.Histogram, intervals), []*hist.Histogram{hist.New(), hist.New()}
+		late, lateInterval := hist.New(), make([]*hist.Histogram, intervals)
 		for i := range perInterval {
-			perInterval[i] = hist.New()
+			perInterval[i], lateInterval[i] = hist.New(), hist.New()
 		}
 		for _, s := range ss {
 			whole.RecordMicros(s.us)
+			late.RecordMicros(s.late)
 			k := int(s.at / interval)
 			perInterval[k].RecordMicros(s.us)
+			lateInterval[k].RecordMicros(s.late)
 			if time.Duration(k)*interval < 300*time.Millisecond {
 				perStage[0].RecordMicros(s.us)
 			} else {
@@ -126,6 +136,9 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 		if !bytes.Equal(encode(t, m.Total().Latency), encode(t, whole)) {
 			t.Errorf("seed %d (%d agents, %d workers): window latency differs from one recorder's", seed, agents, workers)
 		}
+		if !bytes.Equal(encode(t, m.Total().Lateness), encode(t, late)) {
+			t.Errorf("seed %d (%d agents, %d workers): window send lateness differs from one recorder's", seed, agents, workers)
+		}
 		if m.Total().TTFB.Count() != int64(len(ss)) || m.Counts().Requests != int64(len(ss)) {
 			t.Errorf("seed %d: ttfb %d, requests %d, want %d", seed, m.Total().TTFB.Count(), m.Counts().Requests, len(ss))
 		}
@@ -139,6 +152,9 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 			}
 			if !bytes.Equal(pt.Latency, encode(t, perInterval[i])) || pt.Requests != perInterval[i].Count() {
 				t.Errorf("seed %d: interval %d latency differs from one recorder's", seed, i)
+			}
+			if !bytes.Equal(pt.Lateness, encode(t, lateInterval[i])) {
+				t.Errorf("seed %d: interval %d send lateness differs from one recorder's", seed, i)
 			}
 			if len(pt.CPUBusy) != agents || pt.CPUBusy[0] != 0.125 {
 				t.Errorf("seed %d: interval %d cpu busy %v", seed, i, pt.CPUBusy)
@@ -219,7 +235,7 @@ func TestTimelineFinishesMissingAgents(t *testing.T) {
 		t.Fatalf("half an interval: %v, %v", pt, err)
 	}
 	tl, err := m.Timeline()
-	if err != nil || len(tl) != 1 || tl[0].Requests != 1 || tl[0].P99 != 100 {
+	if err != nil || len(tl) != 1 || tl[0].Requests != 1 || tl[0].P99 != 100 || tl[0].Lateness != nil {
 		t.Fatalf("timeline %v, %v", tl, err)
 	}
 }

@@ -54,6 +54,9 @@ type Interval struct {
 	// none); LatencyV2 its encoding as the result carries it.
 	Latency   *hist.Histogram
 	LatencyV2 []byte
+	// Lateness is the interval's merged send lateness (open loop; nil
+	// otherwise).
+	Lateness *hist.Histogram
 }
 
 // StageRun is one stage of a Run.
@@ -126,9 +129,16 @@ type Report struct {
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`
+	// SendLatenessUs summarizes open-loop send lateness: each send's actual
+	// start (its write, or its connect when it opened its connection)
+	// minus its intended send time, whatever its outcome. It is the
+	// tool's own error in Latency; null in closed loop. A p99 above
+	// LatenessLimit flags the run client-bound.
+	SendLatenessUs *hist.Summary `json:"send_lateness_us"`
 	// ClientBound is set when any agent's CPUs were over 90 % busy in the
-	// window or an open-loop run missed more than 1 % of its sends: the
-	// numbers may measure the client, not the server.
+	// window, or an open-loop run missed more than 1 % of its sends or
+	// sent late by more than LatenessLimit at p99: the numbers may
+	// measure the client, not the server.
 	ClientBound        bool     `json:"client_bound"`
 	ClientBoundReasons []string `json:"client_bound_reasons,omitempty"`
 	// Timeline has one point per interval, merged across agents.
@@ -211,6 +221,9 @@ type TimelinePoint struct {
 	P99Us     int64     `json:"p99_us"`
 	MaxUs     int64     `json:"max_us"`
 	CPUBusy   []float64 `json:"cpu_busy"`
+	// LatenessP99Us is the interval's send lateness p99 (open loop; absent
+	// in closed loop).
+	LatenessP99Us int64 `json:"lateness_p99_us,omitempty"`
 	// LatencyV2 is the interval's latency histogram merged across agents,
 	// HdrHistogram V2 compressed (base64 in the JSON, as in an .hlog
 	// line); the percentiles above are read from it.

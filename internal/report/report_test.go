@@ -68,7 +68,7 @@ func result(t *testing.T) *pb.RunResult {
 		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
 		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Window:            durationpb.New(2 * time.Second),
-		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty},
+		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty, Lateness: empty},
 		Timeline: []*pb.TimelinePoint{
 			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, Latency: quantiles(t, 480, 900, 990, 1000), CpuBusy: []float64{0.25, 0.25}},
 			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, Latency: quantiles(t, 520, 910, 991, 999), CpuBusy: []float64{0.26, 0.24}},
@@ -86,6 +86,98 @@ func result(t *testing.T) *pb.RunResult {
 			{Name: "agent-1", Connections: 2, Requests: 600, Errors: 3, CpuTime: durationpb.New(time.Second), Cpus: 2, StartOffset: durationpb.New(40 * time.Microsecond)},
 			{Name: "agent-2", Connections: 2, Requests: 400, CpuTime: durationpb.New(500 * time.Millisecond), Cpus: 1, StartOffset: durationpb.New(190 * time.Microsecond), Error: "agent agent-2: stream ended without a result"},
 		},
+	}
+}
+
+// openResult is result as an open-loop run at 500/s whose sends were
+// 3-40 µs late (p99 lateP99 µs) and whose service times are 1..1000 µs
+// less 20 µs: the report then carries the lateness histogram.
+func openResult(t *testing.T, lateP99 int64) *pb.RunResult {
+	t.Helper()
+	res := result(t)
+	res.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}
+	late := hist.New()
+	for i := range 1003 { // every send, failed ones included
+		switch {
+		case i < 500:
+			late.RecordMicros(3)
+		case i < 990:
+			late.RecordMicros(12)
+		case i < 1000:
+			late.RecordMicros(lateP99)
+		default:
+			late.RecordMicros(lateP99 + 30)
+		}
+	}
+	service := hist.New()
+	for v := int64(1); v <= 1000; v++ {
+		service.RecordMicros(max(v-20, 1))
+	}
+	var err error
+	if res.Histograms.Lateness, err = late.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Histograms.ServiceTime, err = service.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	for i, pt := range res.Timeline {
+		pt.TargetRps = 500
+		pt.Lateness = quantiles(t, 3, 12, lateP99-int64(i), lateP99+30)
+	}
+	return res
+}
+
+// TestLatenessReported: an open-loop report carries the send lateness
+// (run and timeline); a closed-loop one does not, even if a histogram came.
+func TestLatenessReported(t *testing.T) {
+	r, err := wire.ReportFromResult(openResult(t, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := r.SendLatenessUs; l == nil || l.Count != 1003 || l.P50 != 12 || l.P99 != 40 || l.Max != 70 {
+		t.Fatalf("send lateness %+v, want 1003 sends, p50 12, p99 40, max 70 us", l)
+	}
+	if r.ClientBound {
+		t.Errorf("lateness p99 40 us flagged: %q", r.ClientBoundReasons)
+	}
+	if len(r.Timeline) != 2 || r.Timeline[0].LatenessP99Us != 40 || r.Timeline[1].LatenessP99Us != 39 {
+		t.Errorf("timeline lateness p99 %+v, want 40 and 39 us", r.Timeline)
+	}
+	closed := openResult(t, 40)
+	closed.Plan.Load = nil
+	rc, err := wire.ReportFromResult(closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.SendLatenessUs != nil || rc.Timeline[0].LatenessP99Us != 0 {
+		t.Errorf("closed loop shows lateness %+v, timeline %d", rc.SendLatenessUs, rc.Timeline[0].LatenessP99Us)
+	}
+	var text bytes.Buffer
+	if err := rc.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "Lateness") {
+		t.Errorf("closed-loop text shows lateness:\n%s", text.String())
+	}
+}
+
+// TestLatenessFlagged: a send lateness p99 above report.LatenessLimit
+// flags the run client-bound, naming the figure; at the limit it does not.
+func TestLatenessFlagged(t *testing.T) {
+	limit := report.LatenessLimit.Microseconds()
+	r, err := wire.ReportFromResult(openResult(t, limit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ClientBound {
+		t.Errorf("lateness p99 at the limit flagged: %q", r.ClientBoundReasons)
+	}
+	// The histogram's p99 is its bucket's upper bound: 2.5 ms is 2.50 ms.
+	if r, err = wire.ReportFromResult(openResult(t, 2500)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "send lateness p99 2.50ms exceeds 1.00ms"; !r.ClientBound || len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want {
+		t.Fatalf("lateness p99 2.5 ms: client-bound %v, reasons %q; want %q", r.ClientBound, r.ClientBoundReasons, want)
 	}
 }
 

@@ -64,7 +64,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	phases := []struct {
 		name string
 		s    *hist.Summary
-	}{{"Service", r.ServiceTimeUs}, {"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
+	}{{"Service", r.ServiceTimeUs}, {"Lateness", r.SendLatenessUs}, {"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
 	header := false
 	for _, ph := range phases {
 		if ph.s == nil {

@@ -8,14 +8,15 @@ import (
 )
 
 // TimelineToProto converts the merged timeline; each point carries its
-// merged latency histogram, never percentiles.
+// merged latency (and, in open loop, send-lateness) histogram, never
+// percentiles.
 func TimelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
 	out := make([]*pb.TimelinePoint, 0, len(tl))
 	for _, pt := range tl {
 		tp := &pb.TimelinePoint{
 			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
-			TargetRps: pt.TargetRPS, Latency: pt.Latency,
+			TargetRps: pt.TargetRPS, Latency: pt.Latency, Lateness: pt.Lateness,
 		}
 		out = append(out, tp)
 	}

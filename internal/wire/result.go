@@ -48,6 +48,11 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 				return fail(fmt.Sprintf(" interval %d", pt.GetIndex()), err)
 			}
 		}
+		if b := pt.GetLateness(); len(b) > 0 {
+			if iv.Lateness, err = hist.Decode(b); err != nil {
+				return fail(fmt.Sprintf(" interval %d lateness", pt.GetIndex()), err)
+			}
+		}
 		run.Timeline = append(run.Timeline, iv)
 	}
 	for _, st := range r.GetStages() {

@@ -242,6 +242,8 @@ func HistogramBytes(h *pb.Histograms, k hist.Kind) []byte {
 		return h.GetTlsResumed()
 	case hist.TTFB:
 		return h.GetTtfb()
+	case hist.Lateness:
+		return h.GetLateness()
 	}
 	return nil
 }
@@ -260,6 +262,8 @@ func setHistogramBytes(h *pb.Histograms, k hist.Kind, b []byte) {
 		h.TlsResumed = b
 	case hist.TTFB:
 		h.Ttfb = b
+	case hist.Lateness:
+		h.Lateness = b
 	}
 }
 

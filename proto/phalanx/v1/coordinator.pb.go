@@ -679,7 +679,10 @@ type TimelinePoint struct {
 	// latency is the interval's latency histogram merged across agents
 	// (HdrHistogram V2 compressed, us, the geometry of Histograms), from
 	// which every renderer takes the interval's percentiles.
-	Latency       []byte `protobuf:"bytes,13,opt,name=latency,proto3" json:"latency,omitempty"`
+	Latency []byte `protobuf:"bytes,13,opt,name=latency,proto3" json:"latency,omitempty"`
+	// lateness is the interval's send-lateness histogram merged across
+	// agents (V2 compressed, us; open loop only, else empty).
+	Lateness      []byte `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -773,6 +776,13 @@ func (x *TimelinePoint) GetCpuBusy() []float64 {
 func (x *TimelinePoint) GetLatency() []byte {
 	if x != nil {
 		return x.Latency
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetLateness() []byte {
+	if x != nil {
+		return x.Lateness
 	}
 	return nil
 }
@@ -1102,7 +1112,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"maxStreams\x125\n" +
 	"\btimeline\x18\r \x03(\v2\x19.phalanx.v1.TimelinePointR\btimeline\x12/\n" +
 	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\x12#\n" +
-	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xe1\x02\n" +
+	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xfd\x02\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -1113,7 +1123,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\n" +
 	"target_rps\x18\v \x01(\x01R\ttargetRps\x12\x19\n" +
 	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\x12\x18\n" +
-	"\alatency\x18\r \x01(\fR\alatencyJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\alatency\x18\r \x01(\fR\alatency\x12\x1a\n" +
+	"\blateness\x18\x0e \x01(\fR\blatenessJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +

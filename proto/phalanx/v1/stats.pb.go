@@ -208,7 +208,11 @@ type Histograms struct {
 	// service_time: open loop only, completed responses from the actual
 	// send (wrk2's uncorrected histogram); latency then runs from the
 	// intended send time.
-	ServiceTime   []byte `protobuf:"bytes,6,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
+	ServiceTime []byte `protobuf:"bytes,6,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
+	// lateness: open loop only, every send's actual send time (its write,
+	// or its connect when it opened its connection) minus its intended send
+	// time, whatever its outcome: the tool's own error in latency.
+	Lateness      []byte `protobuf:"bytes,7,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,6 +289,13 @@ func (x *Histograms) GetServiceTime() []byte {
 	return nil
 }
 
+func (x *Histograms) GetLateness() []byte {
+	if x != nil {
+		return x.Lateness
+	}
+	return nil
+}
+
 var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_stats_proto_rawDesc = "" +
@@ -317,7 +328,7 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a6\n" +
 	"\bTlsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xb3\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcf\x01\n" +
 	"\n" +
 	"Histograms\x12\x18\n" +
 	"\alatency\x18\x01 \x01(\fR\alatency\x12\x18\n" +
@@ -326,7 +337,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\vtls_resumed\x18\x04 \x01(\fR\n" +
 	"tlsResumed\x12\x12\n" +
 	"\x04ttfb\x18\x05 \x01(\fR\x04ttfb\x12!\n" +
-	"\fservice_time\x18\x06 \x01(\fR\vserviceTimeB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\fservice_time\x18\x06 \x01(\fR\vserviceTime\x12\x1a\n" +
+	"\blateness\x18\a \x01(\fR\blatenessB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_stats_proto_rawDescOnce sync.Once
