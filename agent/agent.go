@@ -159,10 +159,6 @@ func New(cfg Config) (*Agent, error) {
 		}
 		cfg.Clock = clock
 	}
-	serverCreds, err := cfg.Security.ServerOption()
-	if err != nil {
-		return nil, err
-	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
@@ -173,6 +169,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1)}
 	a.log = cfg.Logger.With("component", "agent", "agent", cfg.Name)
+	serverOpts, err := cfg.Security.ServerOptions(a.log)
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
 	a.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, Meta: a.meta, LAN: cfg.LAN, Logger: a.log,
 		RejoinInterval: cfg.RejoinInterval,
@@ -192,15 +193,14 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("advertise grpc address: %w", err)
 		}
 	}
-	a.grpc = grpc.NewServer(
-		serverCreds,
+	a.grpc = grpc.NewServer(append(serverOpts,
 		// Ping the coordinator every second; a coordinator that does not
 		// answer within two seconds is gone, which ends the Run stream and
 		// stops the load (invariant 7). (A coordinator that dies on a live
 		// host closes the stream at once.)
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Second, Timeout: 2 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	pb.RegisterAgentServiceServer(a.grpc, &service{a: a})
 	return a, nil
 }

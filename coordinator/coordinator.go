@@ -125,7 +125,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = def.Logger
 	}
-	serverCreds, err := cfg.Security.ServerOption()
+	serverOpts, err := cfg.Security.ServerOptions(cfg.Logger.With("component", "coordinator"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func New(cfg Config) (*Coordinator, error) {
 		lis.Close()
 		return nil, err
 	}
-	c.grpc = grpc.NewServer(serverCreds)
+	c.grpc = grpc.NewServer(serverOpts...)
 	pb.RegisterCoordinatorServiceServer(c.grpc, &service{c: c})
 	return c, nil
 }

@@ -1,27 +1,57 @@
-package security
+package security_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/security/securitytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestInsecureHop serves and dials with the zero Config: a call goes
-// through.
-func TestInsecureHop(t *testing.T) {
-	var cfg Config
-	so, err := cfg.ServerOption()
-	if err != nil {
-		t.Fatal(err)
-	}
-	do, err := cfg.DialOption()
+// logBuffer is a goroutine-safe buffer for a test logger.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serve starts a gRPC server with cfg's credentials and a health service
+// on loopback; it returns its address and the log of its refusals.
+func serve(t *testing.T, cfg security.Config) (string, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	opts, err := cfg.ServerOptions(slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,35 +59,263 @@ func TestInsecureHop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(so)
+	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(lis) }()
-	defer func() { srv.Stop(); <-done }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+	return lis.Addr().String(), logs
+}
 
-	conn, err := grpc.NewClient(lis.Addr().String(), do)
+// call makes one unary health check and opens one server stream (Watch)
+// through dial, and returns the unary call's error; the stream must fail
+// or succeed alike.
+func call(t *testing.T, addr string, dial grpc.DialOption) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := healthpb.NewHealthClient(conn)
+	_, unaryErr := client.Check(ctx, &healthpb.HealthCheckRequest{})
+	stream, err := client.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != status.Code(unaryErr) {
+		t.Errorf("stream call: %v; unary call: %v", err, unaryErr)
+	}
+	return unaryErr
+}
+
+// rogue returns dial credentials with the given certificate (none when
+// certPEM is nil) that trust pool and expect a server of role.
+func rogue(t *testing.T, certPEM, keyPEM []byte, pool *x509.CertPool, role security.Role) grpc.DialOption {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: pool, ServerName: role.DNSName(), MinVersion: tls.VersionTLS13}
+	if certPEM != nil {
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(cfg))
+}
+
+func dialOf(t *testing.T, cfg security.Config) grpc.DialOption {
+	t.Helper()
+	d, err := cfg.DialOption()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health status %v, want SERVING", resp.GetStatus())
+	return d
+}
+
+// TestInsecureHop serves and dials with the zero Config: a call goes
+// through.
+func TestInsecureHop(t *testing.T) {
+	var cfg security.Config
+	addr, _ := serve(t, cfg)
+	if err := call(t, addr, dialOf(t, cfg)); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func TestUnknownMode(t *testing.T) {
-	cfg := Config{Mode: Mode(7)}
-	if _, err := cfg.ServerOption(); err == nil {
-		t.Error("ServerOption: want an error for an unknown mode")
+// TestMutualTLS: the coordinator's server accepts client and coordinator
+// certificates, an agent's only the coordinator's; a peer without a
+// certificate or with one of another CA is refused with Unauthenticated,
+// one of a role that may not call with PermissionDenied, and each refusal
+// is logged with the peer's address and the reason, never key material.
+func TestMutualTLS(t *testing.T) {
+	pki := securitytest.New(t)
+	other := securitytest.New(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(pki.CA.Cert)
+
+	coordAddr, coordLog := serve(t, pki.Config(t, security.RoleCoordinator))
+	agentAddr, agentLog := serve(t, pki.Config(t, security.RoleAgent))
+
+	agentCert, agentKey := pki.Issue(t, security.RoleAgent, "agent-1")
+	clientCert, clientKey := pki.Issue(t, security.RoleClient, "ops")
+	foreignCert, foreignKey := other.Issue(t, security.RoleClient, "ops")
+	foreignCoord, foreignCoordKey := other.Issue(t, security.RoleCoordinator, "coord")
+	coordCert, coordKey := pki.Issue(t, security.RoleCoordinator, "coordinator")
+
+	cases := []struct {
+		name   string
+		addr   string
+		server security.Role
+		dial   grpc.DialOption
+		want   codes.Code
+		reason string // in the refusal's log line
+	}{
+		{"coordctl to coordinator", coordAddr, security.RoleCoordinator, dialOf(t, pki.Config(t, security.RoleClient)), codes.OK, ""},
+		{"coordinator to coordinator", coordAddr, security.RoleCoordinator, rogue(t, coordCert, coordKey, pool, security.RoleCoordinator), codes.OK, ""},
+		{"coordinator to agent", agentAddr, security.RoleAgent, dialOf(t, pki.Config(t, security.RoleCoordinator)), codes.OK, ""},
+		{"no certificate to coordinator", coordAddr, security.RoleCoordinator, rogue(t, nil, nil, pool, security.RoleCoordinator), codes.Unauthenticated, "no client certificate"},
+		{"no certificate to agent", agentAddr, security.RoleAgent, rogue(t, nil, nil, pool, security.RoleAgent), codes.Unauthenticated, "no client certificate"},
+		{"other CA to coordinator", coordAddr, security.RoleCoordinator, rogue(t, foreignCert, foreignKey, pool, security.RoleCoordinator), codes.Unauthenticated, "not valid under this cluster's CA"},
+		{"other CA's coordinator to agent", agentAddr, security.RoleAgent, rogue(t, foreignCoord, foreignCoordKey, pool, security.RoleAgent), codes.Unauthenticated, "not valid under this cluster's CA"},
+		{"agent certificate to coordinator", coordAddr, security.RoleCoordinator, rogue(t, agentCert, agentKey, pool, security.RoleCoordinator), codes.PermissionDenied, "has role agent; the coordinator accepts only role client or coordinator"},
+		{"agent certificate to agent", agentAddr, security.RoleAgent, rogue(t, agentCert, agentKey, pool, security.RoleAgent), codes.PermissionDenied, "has role agent; the agent accepts only role coordinator"},
+		{"client certificate to agent", agentAddr, security.RoleAgent, rogue(t, clientCert, clientKey, pool, security.RoleAgent), codes.PermissionDenied, "has role client; the agent accepts only role coordinator"},
 	}
-	if _, err := cfg.DialOption(); err == nil {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := call(t, c.addr, c.dial)
+			if got := status.Code(err); got != c.want {
+				t.Fatalf("call: %v (code %v), want code %v", err, got, c.want)
+			}
+			if c.want == codes.OK {
+				return
+			}
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, c.server.String()+" refused the call") || !strings.Contains(msg, c.reason) {
+				t.Errorf("message %q does not say who refused and why (%q)", msg, c.reason)
+			}
+			log := coordLog
+			if c.server == security.RoleAgent {
+				log = agentLog
+			}
+			if !logHas(log.String(), "refused a gRPC call", "peer=127.0.0.1:", "code="+c.want.String(), c.reason) {
+				t.Errorf("no refusal logged with peer, code and %q:\n%s", c.reason, log)
+			}
+		})
+	}
+	for _, l := range []string{coordLog.String(), agentLog.String()} {
+		for _, secret := range [][]byte{agentKey, clientKey, foreignKey, []byte("PRIVATE KEY")} {
+			if strings.Contains(l, string(secret)) {
+				t.Errorf("a log holds key material:\n%s", l)
+			}
+		}
+	}
+}
+
+// logHas reports whether one line of log holds every part.
+func logHas(log string, parts ...string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlaintextToTLS: a plaintext client of a mutual-TLS server fails,
+// and the server logs the failed handshake with the peer's address.
+func TestPlaintextToTLS(t *testing.T) {
+	pki := securitytest.New(t)
+	addr, log := serve(t, pki.Config(t, security.RoleCoordinator))
+	if err := call(t, addr, dialOf(t, security.Config{})); status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext call: %v, want Unavailable", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !logHas(log.String(), "TLS handshake failed", "peer=127.0.0.1:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed handshake logged:\n%s", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestClientVerifiesServerRole: coordctl refuses a server whose
+// certificate is an agent's, and one of another CA.
+func TestClientVerifiesServerRole(t *testing.T) {
+	pki := securitytest.New(t)
+	client := dialOf(t, pki.Config(t, security.RoleClient))
+	agentAddr, _ := serve(t, pki.Config(t, security.RoleAgent))
+	err := call(t, agentAddr, client)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "coordinator.phalanx") {
+		t.Errorf("coordctl to an agent's server: %v, want Unavailable naming coordinator.phalanx", err)
+	}
+	otherAddr, _ := serve(t, securitytest.New(t).Config(t, security.RoleCoordinator))
+	err = call(t, otherAddr, client)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "unknown authority") {
+		t.Errorf("coordctl to another CA's coordinator: %v, want Unavailable, unknown authority", err)
+	}
+}
+
+func TestWrongUse(t *testing.T) {
+	if _, err := (security.Config{Mode: security.Mode(7)}).DialOption(); err == nil {
 		t.Error("DialOption: want an error for an unknown mode")
 	}
-	if got := cfg.Mode.String(); got != "Mode(7)" {
+	if _, err := (security.Config{Mode: security.Mode(7)}).ServerOptions(nil); err == nil {
+		t.Error("ServerOptions: want an error for an unknown mode")
+	}
+	if got := security.Mode(7).String(); got != "Mode(7)" {
 		t.Errorf("String() = %q", got)
+	}
+	if _, err := (security.Config{Mode: security.ModeMutualTLS}).DialOption(); err == nil {
+		t.Error("DialOption: want an error for mutual TLS without credentials")
+	}
+	pki := securitytest.New(t)
+	if _, err := pki.Config(t, security.RoleAgent).DialOption(); err == nil {
+		t.Error("DialOption of an agent: want an error (agents dial no one)")
+	}
+	if _, err := pki.Config(t, security.RoleClient).ServerOptions(nil); err == nil {
+		t.Error("ServerOptions of a client: want an error (clients serve nothing)")
+	}
+}
+
+// TestLoadFiles: all three files or none; every error names the flag and
+// file at fault.
+func TestLoadFiles(t *testing.T) {
+	pki := securitytest.New(t)
+	f := pki.Files(t, security.RoleAgent, "agent-1")
+	cfg, err := security.LoadFiles(security.RoleAgent, f)
+	if err != nil || cfg.Mode != security.ModeMutualTLS || cfg.Role != security.RoleAgent {
+		t.Fatalf("LoadFiles = %+v, %v; want mutual TLS as an agent", cfg, err)
+	}
+	if cfg, err := security.LoadFiles(security.RoleAgent, security.Files{}); err != nil || cfg.Mode != security.ModeInsecure {
+		t.Errorf("LoadFiles(no files) = %v, %v; want insecure", cfg.Mode, err)
+	}
+
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	other := securitytest.New(t).Files(t, security.RoleAgent, "agent-1")
+	otherKey, _ := os.ReadFile(other.Key)
+	coord := pki.Files(t, security.RoleCoordinator, "c")
+	cases := []struct {
+		name string
+		f    security.Files
+		want []string
+	}{
+		{"CA only", security.Files{CA: f.CA}, []string{"--tls-cert and --tls-key missing", "no plaintext fall-back"}},
+		{"no key", security.Files{CA: f.CA, Cert: f.Cert}, []string{"--tls-key missing"}},
+		{"no CA", security.Files{Cert: f.Cert, Key: f.Key}, []string{"--tls-ca missing"}},
+		{"missing file", security.Files{CA: f.CA, Cert: f.Cert, Key: filepath.Join(dir, "nope.pem")}, []string{"--tls-key", "nope.pem", "no such file"}},
+		{"CA not PEM", security.Files{CA: write("junk.pem", []byte("junk")), Cert: f.Cert, Key: f.Key}, []string{"--tls-ca", "junk.pem", "no PEM CERTIFICATE"}},
+		{"CA is a leaf", security.Files{CA: f.Cert, Cert: f.Cert, Key: f.Key}, []string{"--tls-ca", "is not a CA"}},
+		{"key of another certificate", security.Files{CA: f.CA, Cert: f.Cert, Key: write("other-key.pem", otherKey)}, []string{"--tls-key", "other-key.pem", "not the key of the --tls-cert certificate"}},
+		{"certificate of another CA", security.Files{CA: f.CA, Cert: other.Cert, Key: other.Key}, []string{"--tls-cert", other.Cert, "not valid under the --tls-ca CA", "unknown authority"}},
+		{"certificate of another role", security.Files{CA: f.CA, Cert: coord.Cert, Key: coord.Key}, []string{"--tls-cert", "has role coordinator; the agent needs one of role agent"}},
+	}
+	for _, c := range cases {
+		_, err := security.LoadFiles(security.RoleAgent, c.f)
+		if err == nil {
+			t.Errorf("%s: LoadFiles succeeded, want an error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not contain %q", c.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "PRIVATE KEY") || strings.Contains(err.Error(), string(otherKey[40:80])) {
+			t.Errorf("%s: error shows key material: %v", c.name, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package tlsgen
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -107,59 +108,21 @@ func New(hosts ...string) (*Bundle, error) {
 
 	now := time.Now()
 	notBefore, notAfter := now.Add(-NotBeforeSkew), now.Add(Lifetime)
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("tlsgen: generate CA key: %w", err)
-	}
-	caSerial, err := randomSerial()
+	caCert, caKey, err := NewCA("Phalanx test", "Phalanx Test CA", notBefore, notAfter)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: caSerial,
-		Subject: pkix.Name{
-			Organization: []string{"Phalanx test"},
-			CommonName:   "Phalanx Test CA " + hex.EncodeToString(caSerial.Bytes()[:4]),
-		},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("tlsgen: sign CA certificate: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("tlsgen: parse CA certificate: %w", err)
-	}
-
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("tlsgen: generate leaf key: %w", err)
-	}
-	leafSerial, err := randomSerial()
+	caDER := caCert.Raw
+	leafDER, leafKey, err := NewLeaf(&x509.Certificate{
+		Subject:     pkix.Name{Organization: []string{"Phalanx test"}, CommonName: hosts[0]},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
+	}, caCert, caKey)
 	if err != nil {
 		return nil, err
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber:          leafSerial,
-		Subject:               pkix.Name{Organization: []string{"Phalanx test"}, CommonName: hosts[0]},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              dnsNames,
-		IPAddresses:           ips,
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("tlsgen: sign leaf certificate: %w", err)
 	}
 	leafCert, err := x509.ParseCertificate(leafDER)
 	if err != nil {
@@ -185,7 +148,69 @@ func New(hosts ...string) (*Bundle, error) {
 	}, nil
 }
 
-// randomSerial returns a random positive 128-bit certificate serial number.
+// NewCA makes a self-signed CA with a new ECDSA P-256 key, valid from
+// notBefore to notAfter, for signing leaves only (path length 0). Its
+// subject is organization org and common name commonName followed by a space
+// and 8 hex digits of its random serial number, so that two CAs are told
+// apart. The cluster's CA (internal/security) is made here too.
+func NewCA(org, commonName string, notBefore, notAfter time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsgen: generate CA key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{Organization: []string{org}, CommonName: commonName + " " + hex.EncodeToString(serial.Bytes()[:4])},
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsgen: sign CA certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsgen: parse CA certificate: %w", err)
+	}
+	return cert, key, nil
+}
+
+// NewLeaf makes a new ECDSA P-256 key and a leaf certificate of tmpl for
+// it, signed by ca with caKey: tmpl gives the subject, validity, names and
+// extended key usage; NewLeaf sets a random serial number, the digital
+// signature key usage and basic constraints (not a CA). It returns the
+// certificate's DER and the key.
+func NewLeaf(tmpl *x509.Certificate, ca *x509.Certificate, caKey crypto.Signer) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsgen: generate leaf key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	t := *tmpl
+	t.SerialNumber = serial
+	t.KeyUsage = x509.KeyUsageDigitalSignature
+	t.BasicConstraintsValid = true
+	t.IsCA = false
+	der, err := x509.CreateCertificate(rand.Reader, &t, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsgen: sign leaf certificate: %w", err)
+	}
+	return der, key, nil
+}
+
+// randomSerial returns a random positive 128-bit certificate serial number
+// (RFC 5280 4.1.2.2: positive, at most 20 octets).
 func randomSerial() (*big.Int, error) {
 	limit := new(big.Int).Lsh(big.NewInt(1), 128)
 	n, err := rand.Int(rand.Reader, limit)
