@@ -66,6 +66,16 @@ type Config struct {
 	// to cluster.MaxRejoinBackoff. Default cluster.DefaultRejoinInterval
 	// (5 s); zero or negative means the default.
 	RejoinInterval time.Duration
+	// GossipKeyFile names the gossip key file (cluster.ReadKeyFile's
+	// format: base64 AES-256 keys, one per line, the first primary). Gossip
+	// is then encrypted and authenticated with its keys, no plaintext
+	// member can join, and the file is rewritten after each keyring change
+	// (coordctl keyring). Default (and zero): none, plaintext gossip.
+	GossipKeyFile string
+	// ClusterLabel is the cluster label: members with another label never
+	// merge with this one (cluster.Config.Label, at most 255 bytes).
+	// Default cluster.DefaultLabel ("phalanx"); zero means the default.
+	ClusterLabel string
 	// CPUs is the number of CPUs the engine may use: one worker per CPU.
 	// Default runtime.GOMAXPROCS(0); zero or negative means the default.
 	CPUs int
@@ -88,13 +98,14 @@ type Config struct {
 
 // DefaultConfig returns the agent's defaults, the ones its flags show:
 // gRPC on DefaultGRPCAddr, gossip on cluster.DefaultBindAddr with LAN
-// timings, rejoin every cluster.DefaultRejoinInterval, one worker per CPU
+// timings, no gossip key, label cluster.DefaultLabel, rejoin every cluster.DefaultRejoinInterval, one worker per CPU
 // of runtime.GOMAXPROCS(0), insecure gRPC, slog.Default(). Name, Clock and
 // AdvertiseAddr are left empty (New derives them).
 func DefaultConfig() Config {
 	return Config{
 		GRPCAddr:       DefaultGRPCAddr,
 		GossipAddr:     cluster.DefaultBindAddr,
+		ClusterLabel:   cluster.DefaultLabel,
 		RejoinInterval: cluster.DefaultRejoinInterval,
 		CPUs:           runtime.GOMAXPROCS(0),
 		LAN:            true,
@@ -176,7 +187,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, Meta: a.meta, LAN: cfg.LAN, Logger: a.log,
-		RejoinInterval: cfg.RejoinInterval,
+		RejoinInterval: cfg.RejoinInterval, KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel,
 	})
 	if err != nil {
 		lis.Close()

@@ -47,6 +47,16 @@ type Config struct {
 	// Join lists gossip addresses (host:port) of members to join. Default
 	// (and zero): none, agents join the coordinator instead.
 	Join []string
+	// GossipKeyFile names the gossip key file (cluster.ReadKeyFile's
+	// format: base64 AES-256 keys, one per line, the first primary). Gossip
+	// is then encrypted and authenticated with its keys, no plaintext
+	// member can join, and the file is rewritten after each keyring change
+	// (coordctl keyring). Default (and zero): none, plaintext gossip.
+	GossipKeyFile string
+	// ClusterLabel is the cluster label: members with another label never
+	// merge with this one (cluster.Config.Label, at most 255 bytes).
+	// Default cluster.DefaultLabel ("phalanx"); zero means the default.
+	ClusterLabel string
 	// LAN selects memberlist's LAN timings. Default true; false (the zero
 	// value) selects its local timings (faster failure detection, for one
 	// host and tests).
@@ -70,12 +80,13 @@ type Config struct {
 
 // DefaultConfig returns the coordinator's defaults, the ones its flags
 // show: gRPC on DefaultGRPCAddr, gossip on cluster.DefaultBindAddr with
-// LAN timings, start delay 100 ms, prepare timeout 30 s, 8 clock samples,
+// LAN timings, no gossip key, label cluster.DefaultLabel, start delay 100 ms, prepare timeout 30 s, 8 clock samples,
 // insecure gRPC, slog.Default(). Name is left empty (New derives it).
 func DefaultConfig() Config {
 	return Config{
 		GRPCAddr:       DefaultGRPCAddr,
 		GossipAddr:     cluster.DefaultBindAddr,
+		ClusterLabel:   cluster.DefaultLabel,
 		LAN:            true,
 		StartDelay:     100 * time.Millisecond,
 		PrepareTimeout: 30 * time.Second,
@@ -140,6 +151,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
+		KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel,
 		Meta: func() *pb.NodeMeta {
 			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: version.Version}
 		},

@@ -120,6 +120,8 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cfg.RejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique agent name (default: host name and gRPC port)")
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
+	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600 (default: plaintext gossip)")
+	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")

@@ -42,7 +42,27 @@ type Config struct {
 	// MaxRejoinBackoff (or RejoinInterval, when longer). Default
 	// DefaultRejoinInterval.
 	RejoinInterval time.Duration
+	// Keys are the gossip encryption keys (each KeySize bytes, AES-256),
+	// the first being the primary: memberlist's keyring, with
+	// GossipVerifyIncoming and GossipVerifyOutgoing, so that this member
+	// neither accepts nor sends a plaintext message. Default (and empty):
+	// no encryption, unless KeyFile is set.
+	Keys [][]byte
+	// KeyFile names a gossip key file (ReadKeyFile's format) that New
+	// reads the keys from (Keys must then be empty) and that every keyring
+	// change (InstallKey, UseKey, RemoveKey) rewrites, so that a restart
+	// keeps the keyring, as Serf's keyring file does. New warns when the
+	// file is readable by group or others. Default (and zero): none.
+	KeyFile string
+	// Label is the cluster label, sent with (and authenticated in) every
+	// gossip packet and stream: a member drops whatever carries another
+	// label, so two clusters on one network never merge (memberlist's
+	// Config.Label; at most 255 bytes). Default (and zero) DefaultLabel.
+	Label string
 }
+
+// DefaultLabel is Config.Label's default.
+const DefaultLabel = "phalanx"
 
 // DefaultBindAddr is Config.BindAddr's default: every address, on
 // memberlist's default port.
@@ -61,6 +81,7 @@ var tweakMemberlist func(*memberlist.Config)
 // Cluster is one member of the gossip cluster.
 type Cluster struct {
 	ml   *memberlist.Memberlist
+	mc   *memberlist.Config // its Keyring is nil without encryption
 	cfg  Config
 	addr string // bound gossip address, fixed at New
 
@@ -82,6 +103,9 @@ type Cluster struct {
 	peerInstance map[string]string
 	restarted    map[string]bool
 	kick         chan struct{} // signalled (never blocking) when restarted grows
+
+	// keyMu serializes keyring changes and the key file's rewrites.
+	keyMu sync.Mutex
 
 	shutdownOnce sync.Once
 	done         chan struct{} // closed by Leave
@@ -121,6 +145,43 @@ func New(cfg Config) (*Cluster, error) {
 	mc.BindAddr = host
 	mc.BindPort = port
 	mc.AdvertisePort = port
+	if cfg.Label == "" {
+		cfg.Label = DefaultLabel
+	}
+	if len(cfg.Label) > memberlist.LabelMaxSize {
+		return nil, fmt.Errorf("cluster label: %d bytes, at most %d", len(cfg.Label), memberlist.LabelMaxSize)
+	}
+	mc.Label = cfg.Label
+	if cfg.KeyFile != "" {
+		if len(cfg.Keys) > 0 {
+			return nil, errors.New("cluster: keys and a key file given; give one")
+		}
+		kf, err := ReadKeyFile(cfg.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		if kf.Loose() {
+			cfg.Logger.Warn("gossip key file is readable by group or others; chmod 600 it", "file", kf.Path, "mode", kf.Mode.String())
+		}
+		cfg.Keys = kf.Keys
+	}
+	if len(cfg.Keys) > 0 {
+		for i, k := range cfg.Keys {
+			if len(k) != KeySize {
+				return nil, fmt.Errorf("gossip key %d: %d bytes, want %d", i+1, len(k), KeySize)
+			}
+		}
+		keys := make([][]byte, len(cfg.Keys))
+		for i, k := range cfg.Keys {
+			keys[i] = bytes.Clone(k)
+		}
+		ring, err := memberlist.NewKeyring(keys[1:], keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("gossip keyring: %w", err)
+		}
+		mc.Keyring = ring
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
 	c := &Cluster{
 		cfg: cfg, members: map[string]*pb.NodeMeta{}, addrs: map[string]string{},
 		instance: make([]byte, 8), peerInstance: map[string]string{}, restarted: map[string]bool{},
@@ -139,7 +200,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("start gossip on %s: %w", cfg.BindAddr, err)
 	}
 	n := ml.LocalNode()
-	c.ml = ml
+	c.ml, c.mc = ml, mc
 	c.addr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
 	return c, nil
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/phalanxload/phalanx/agent"
 	"github.com/phalanxload/phalanx/coordinator"
+	"github.com/phalanxload/phalanx/internal/cluster"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -43,6 +45,30 @@ type Options struct {
 	ClockShift []time.Duration
 	// Logger receives every member's logs. Default slog.Default().
 	Logger *slog.Logger
+	// GossipKeys, when set, encrypt the cluster's gossip: each member gets
+	// its own key file KeyDir/NAME.keys holding them (the first primary),
+	// which keyring changes rewrite. Default (and empty): plaintext gossip.
+	GossipKeys [][]byte
+	// KeyDir is the directory of the members' key files; required with
+	// GossipKeys.
+	KeyDir string
+}
+
+// KeyFile returns the key file of the member named name, as StartWith
+// names it: dir/NAME.keys.
+func KeyFile(dir, name string) string { return filepath.Join(dir, name+".keys") }
+
+// keyFile writes o.GossipKeys to name's key file and returns its path; ""
+// without GossipKeys.
+func (o Options) keyFile(name string) (string, error) {
+	if len(o.GossipKeys) == 0 {
+		return "", nil
+	}
+	if o.KeyDir == "" {
+		return "", errors.New("localcluster: GossipKeys without KeyDir")
+	}
+	p := KeyFile(o.KeyDir, name)
+	return p, cluster.WriteKeyFile(p, o.GossipKeys)
 }
 
 // StartWith starts a cluster as Start does, with options.
@@ -51,8 +77,13 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	coordKeys, err := o.keyFile("coordinator")
+	if err != nil {
+		return nil, err
+	}
 	coord, err := coordinator.New(coordinator.Config{
 		Name: "coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Logger: logger,
+		GossipKeyFile: coordKeys,
 	})
 	if err != nil {
 		return nil, err
@@ -61,9 +92,16 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{Coordinator: coord, cancel: cancel}
 	c.spawn(func() error { return coord.Run(runCtx) })
 	for i := range n {
+		name := fmt.Sprintf("agent-%d", i+1)
+		keys, err := o.keyFile(name)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
 		cfg := agent.Config{
-			Name: fmt.Sprintf("agent-%d", i+1), GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
+			Name: name, GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
 			Join: []string{coord.GossipAddr()}, CPUs: cpusPerAgent, Logger: logger,
+			GossipKeyFile: keys,
 		}
 		if i < len(o.ClockShift) && o.ClockShift[i] != 0 {
 			shift := o.ClockShift[i]
