@@ -326,6 +326,16 @@ func stopGRPC(s *grpc.Server, d time.Duration) {
 }
 
 // Clock implements pb.AgentServiceServer.
+// Keyring applies a gossip keyring operation to this agent only
+// (cluster.Cluster.Keyring); the coordinator fans it out.
+func (s *service) Keyring(_ context.Context, req *pb.AgentServiceKeyringRequest) (*pb.AgentServiceKeyringResponse, error) {
+	keys, err := s.a.cluster.Keyring(req.GetOp(), req.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AgentServiceKeyringResponse{Keys: keys}, nil
+}
+
 func (s *service) Clock(context.Context, *pb.ClockRequest) (*pb.ClockResponse, error) {
 	return &pb.ClockResponse{NowUnixNano: s.a.cfg.Clock().UnixNano()}, nil
 }

@@ -257,6 +257,12 @@ func (s *service) StopRun(_ context.Context, req *pb.StopRunRequest) (*pb.StopRu
 	return &pb.StopRunResponse{}, nil
 }
 
+// Keyring applies a gossip keyring operation to every live member
+// (Coordinator.Keyring).
+func (s *service) Keyring(ctx context.Context, req *pb.KeyringRequest) (*pb.KeyringResponse, error) {
+	return s.c.Keyring(ctx, req.GetOp(), req.GetKey())
+}
+
 // toStatus maps run errors to gRPC status codes at the server boundary. A
 // join of several errors (one per agent) becomes one status whose code is
 // the first one's and whose message lists every message once.

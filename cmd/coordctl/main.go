@@ -173,6 +173,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		def = coordinator.DefaultConfig().GRPCAddr
 	}
 	root.PersistentFlags().StringVar(&coordAddr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
-	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd())
+	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd(), newKeyringCmd(&coordAddr))
 	return root
 }

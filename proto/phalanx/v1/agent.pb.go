@@ -22,6 +22,108 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AgentServiceKeyringRequest asks an agent for one gossip keyring
+// operation.
+type AgentServiceKeyringRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    KeyringOp              `protobuf:"varint,1,opt,name=op,proto3,enum=phalanx.v1.KeyringOp" json:"op,omitempty"`
+	// key is the 32-byte AES-256 key to install, use or remove; empty for
+	// KEYRING_OP_LIST.
+	Key           []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentServiceKeyringRequest) Reset() {
+	*x = AgentServiceKeyringRequest{}
+	mi := &file_phalanx_v1_agent_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentServiceKeyringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentServiceKeyringRequest) ProtoMessage() {}
+
+func (x *AgentServiceKeyringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_agent_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentServiceKeyringRequest.ProtoReflect.Descriptor instead.
+func (*AgentServiceKeyringRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AgentServiceKeyringRequest) GetOp() KeyringOp {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringOp_KEYRING_OP_UNSPECIFIED
+}
+
+func (x *AgentServiceKeyringRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// AgentServiceKeyringResponse is the agent's keyring after the operation.
+type AgentServiceKeyringResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keys are the agent's keys, the primary first.
+	Keys          [][]byte `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentServiceKeyringResponse) Reset() {
+	*x = AgentServiceKeyringResponse{}
+	mi := &file_phalanx_v1_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentServiceKeyringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentServiceKeyringResponse) ProtoMessage() {}
+
+func (x *AgentServiceKeyringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentServiceKeyringResponse.ProtoReflect.Descriptor instead.
+func (*AgentServiceKeyringResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AgentServiceKeyringResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // ClockRequest asks for the agent's clock.
 type ClockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -31,7 +133,7 @@ type ClockRequest struct {
 
 func (x *ClockRequest) Reset() {
 	*x = ClockRequest{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[0]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +145,7 @@ func (x *ClockRequest) String() string {
 func (*ClockRequest) ProtoMessage() {}
 
 func (x *ClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[0]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +158,7 @@ func (x *ClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockRequest.ProtoReflect.Descriptor instead.
 func (*ClockRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 // ClockResponse carries the agent's clock when it handled the request.
@@ -69,7 +171,7 @@ type ClockResponse struct {
 
 func (x *ClockResponse) Reset() {
 	*x = ClockResponse{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[1]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -81,7 +183,7 @@ func (x *ClockResponse) String() string {
 func (*ClockResponse) ProtoMessage() {}
 
 func (x *ClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[1]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -94,7 +196,7 @@ func (x *ClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockResponse.ProtoReflect.Descriptor instead.
 func (*ClockResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ClockResponse) GetNowUnixNano() int64 {
@@ -120,7 +222,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[2]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +234,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[2]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +247,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RunRequest) GetMsg() isRunRequest_Msg {
@@ -215,7 +317,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[3]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +329,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[3]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +342,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Start) GetStartAtUnixNano() int64 {
@@ -268,7 +370,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +382,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[4]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +395,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 // RunResponse is an agent-to-coordinator message on the Run stream.
@@ -311,7 +413,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +425,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +438,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunResponse) GetMsg() isRunResponse_Msg {
@@ -412,7 +514,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +526,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +539,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Ready) GetConnections() int64 {
@@ -489,7 +591,7 @@ type Interval struct {
 
 func (x *Interval) Reset() {
 	*x = Interval{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +603,7 @@ func (x *Interval) String() string {
 func (*Interval) ProtoMessage() {}
 
 func (x *Interval) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +616,7 @@ func (x *Interval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interval.ProtoReflect.Descriptor instead.
 func (*Interval) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Interval) GetIndex() int32 {
@@ -593,7 +695,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +707,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +720,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Done) GetFirstSendUnixNano() int64 {
@@ -682,7 +784,12 @@ var File_phalanx_v1_agent_proto protoreflect.FileDescriptor
 const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/agent.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"\x0e\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"U\n" +
+	"\x1aAgentServiceKeyringRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x15.phalanx.v1.KeyringOpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"1\n" +
+	"\x1bAgentServiceKeyringResponse\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\"\x0e\n" +
 	"\fClockRequest\"3\n" +
 	"\rClockResponse\x12\"\n" +
 	"\rnow_unix_nano\x18\x01 \x01(\x03R\vnowUnixNano\"\x91\x01\n" +
@@ -727,10 +834,11 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\vmax_streams\x18\x06 \x01(\x05R\n" +
 	"maxStreams\x123\n" +
 	"\x16stage_change_unix_nano\x18\a \x03(\x03R\x13stageChangeUnixNano\x12\x18\n" +
-	"\astopped\x18\b \x01(\bR\astopped2\x88\x01\n" +
+	"\astopped\x18\b \x01(\bR\astopped2\xe4\x01\n" +
 	"\fAgentService\x12<\n" +
 	"\x05Clock\x12\x18.phalanx.v1.ClockRequest\x1a\x19.phalanx.v1.ClockResponse\x12:\n" +
-	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01\x12Z\n" +
+	"\aKeyring\x12&.phalanx.v1.AgentServiceKeyringRequest\x1a'.phalanx.v1.AgentServiceKeyringResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_agent_proto_rawDescOnce sync.Once
@@ -744,44 +852,50 @@ func file_phalanx_v1_agent_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_agent_proto_rawDescData
 }
 
-var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_phalanx_v1_agent_proto_goTypes = []any{
-	(*ClockRequest)(nil),        // 0: phalanx.v1.ClockRequest
-	(*ClockResponse)(nil),       // 1: phalanx.v1.ClockResponse
-	(*RunRequest)(nil),          // 2: phalanx.v1.RunRequest
-	(*Start)(nil),               // 3: phalanx.v1.Start
-	(*Stop)(nil),                // 4: phalanx.v1.Stop
-	(*RunResponse)(nil),         // 5: phalanx.v1.RunResponse
-	(*Ready)(nil),               // 6: phalanx.v1.Ready
-	(*Interval)(nil),            // 7: phalanx.v1.Interval
-	(*Done)(nil),                // 8: phalanx.v1.Done
-	nil,                         // 9: phalanx.v1.Ready.ErrorsEntry
-	(*Share)(nil),               // 10: phalanx.v1.Share
-	(*Histograms)(nil),          // 11: phalanx.v1.Histograms
-	(*Counters)(nil),            // 12: phalanx.v1.Counters
-	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
+	(*AgentServiceKeyringRequest)(nil),  // 0: phalanx.v1.AgentServiceKeyringRequest
+	(*AgentServiceKeyringResponse)(nil), // 1: phalanx.v1.AgentServiceKeyringResponse
+	(*ClockRequest)(nil),                // 2: phalanx.v1.ClockRequest
+	(*ClockResponse)(nil),               // 3: phalanx.v1.ClockResponse
+	(*RunRequest)(nil),                  // 4: phalanx.v1.RunRequest
+	(*Start)(nil),                       // 5: phalanx.v1.Start
+	(*Stop)(nil),                        // 6: phalanx.v1.Stop
+	(*RunResponse)(nil),                 // 7: phalanx.v1.RunResponse
+	(*Ready)(nil),                       // 8: phalanx.v1.Ready
+	(*Interval)(nil),                    // 9: phalanx.v1.Interval
+	(*Done)(nil),                        // 10: phalanx.v1.Done
+	nil,                                 // 11: phalanx.v1.Ready.ErrorsEntry
+	(KeyringOp)(0),                      // 12: phalanx.v1.KeyringOp
+	(*Share)(nil),                       // 13: phalanx.v1.Share
+	(*Histograms)(nil),                  // 14: phalanx.v1.Histograms
+	(*Counters)(nil),                    // 15: phalanx.v1.Counters
+	(*durationpb.Duration)(nil),         // 16: google.protobuf.Duration
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
-	10, // 0: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
-	3,  // 1: phalanx.v1.RunRequest.start:type_name -> phalanx.v1.Start
-	4,  // 2: phalanx.v1.RunRequest.stop:type_name -> phalanx.v1.Stop
-	6,  // 3: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
-	7,  // 4: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
-	8,  // 5: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
-	9,  // 6: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
-	11, // 7: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
-	12, // 8: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
-	13, // 9: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	12, // 10: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	0,  // 11: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	2,  // 12: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	1,  // 13: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	5,  // 14: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	13, // [13:15] is the sub-list for method output_type
-	11, // [11:13] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	12, // 0: phalanx.v1.AgentServiceKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	13, // 1: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
+	5,  // 2: phalanx.v1.RunRequest.start:type_name -> phalanx.v1.Start
+	6,  // 3: phalanx.v1.RunRequest.stop:type_name -> phalanx.v1.Stop
+	8,  // 4: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
+	9,  // 5: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
+	10, // 6: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
+	11, // 7: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
+	14, // 8: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
+	15, // 9: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
+	16, // 10: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
+	15, // 11: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	2,  // 12: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	4,  // 13: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	0,  // 14: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
+	3,  // 15: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	7,  // 16: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	1,  // 17: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }
@@ -789,14 +903,15 @@ func file_phalanx_v1_agent_proto_init() {
 	if File_phalanx_v1_agent_proto != nil {
 		return
 	}
+	file_phalanx_v1_cluster_proto_init()
 	file_phalanx_v1_plan_proto_init()
 	file_phalanx_v1_stats_proto_init()
-	file_phalanx_v1_agent_proto_msgTypes[2].OneofWrappers = []any{
+	file_phalanx_v1_agent_proto_msgTypes[4].OneofWrappers = []any{
 		(*RunRequest_Setup)(nil),
 		(*RunRequest_Start)(nil),
 		(*RunRequest_Stop)(nil),
 	}
-	file_phalanx_v1_agent_proto_msgTypes[5].OneofWrappers = []any{
+	file_phalanx_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunResponse_Ready)(nil),
 		(*RunResponse_Interval)(nil),
 		(*RunResponse_Done)(nil),
@@ -807,7 +922,7 @@ func file_phalanx_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_agent_proto_rawDesc), len(file_phalanx_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

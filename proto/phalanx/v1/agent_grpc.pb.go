@@ -19,8 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_Clock_FullMethodName = "/phalanx.v1.AgentService/Clock"
-	AgentService_Run_FullMethodName   = "/phalanx.v1.AgentService/Run"
+	AgentService_Clock_FullMethodName   = "/phalanx.v1.AgentService/Clock"
+	AgentService_Run_FullMethodName     = "/phalanx.v1.AgentService/Run"
+	AgentService_Keyring_FullMethodName = "/phalanx.v1.AgentService/Keyring"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -38,6 +39,14 @@ type AgentServiceClient interface {
 	// stream's end is the shutdown: if it ends or breaks, the agent stops load
 	// at once and sends nothing more.
 	Run(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunRequest, RunResponse], error)
+	// Keyring applies one gossip keyring operation to this agent only and
+	// returns its keyring after it; the coordinator calls it on every agent
+	// for CoordinatorService.Keyring. Keys appear in no error. Errors:
+	// INVALID_ARGUMENT for an unknown op or a key not 32 bytes;
+	// FAILED_PRECONDITION when the agent's gossip is not encrypted, for USE
+	// of a key not installed and REMOVE of the primary key; INTERNAL when the
+	// change was applied but the agent's key file could not be rewritten.
+	Keyring(ctx context.Context, in *AgentServiceKeyringRequest, opts ...grpc.CallOption) (*AgentServiceKeyringResponse, error)
 }
 
 type agentServiceClient struct {
@@ -71,6 +80,16 @@ func (c *agentServiceClient) Run(ctx context.Context, opts ...grpc.CallOption) (
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_RunClient = grpc.BidiStreamingClient[RunRequest, RunResponse]
 
+func (c *agentServiceClient) Keyring(ctx context.Context, in *AgentServiceKeyringRequest, opts ...grpc.CallOption) (*AgentServiceKeyringResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AgentServiceKeyringResponse)
+	err := c.cc.Invoke(ctx, AgentService_Keyring_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -86,6 +105,14 @@ type AgentServiceServer interface {
 	// stream's end is the shutdown: if it ends or breaks, the agent stops load
 	// at once and sends nothing more.
 	Run(grpc.BidiStreamingServer[RunRequest, RunResponse]) error
+	// Keyring applies one gossip keyring operation to this agent only and
+	// returns its keyring after it; the coordinator calls it on every agent
+	// for CoordinatorService.Keyring. Keys appear in no error. Errors:
+	// INVALID_ARGUMENT for an unknown op or a key not 32 bytes;
+	// FAILED_PRECONDITION when the agent's gossip is not encrypted, for USE
+	// of a key not installed and REMOVE of the primary key; INTERNAL when the
+	// change was applied but the agent's key file could not be rewritten.
+	Keyring(context.Context, *AgentServiceKeyringRequest) (*AgentServiceKeyringResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -101,6 +128,9 @@ func (UnimplementedAgentServiceServer) Clock(context.Context, *ClockRequest) (*C
 }
 func (UnimplementedAgentServiceServer) Run(grpc.BidiStreamingServer[RunRequest, RunResponse]) error {
 	return status.Error(codes.Unimplemented, "method Run not implemented")
+}
+func (UnimplementedAgentServiceServer) Keyring(context.Context, *AgentServiceKeyringRequest) (*AgentServiceKeyringResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Keyring not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -148,6 +178,24 @@ func _AgentService_Run_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_RunServer = grpc.BidiStreamingServer[RunRequest, RunResponse]
 
+func _AgentService_Keyring_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AgentServiceKeyringRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).Keyring(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_Keyring_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).Keyring(ctx, req.(*AgentServiceKeyringRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -158,6 +206,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Clock",
 			Handler:    _AgentService_Clock_Handler,
+		},
+		{
+			MethodName: "Keyring",
+			Handler:    _AgentService_Keyring_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

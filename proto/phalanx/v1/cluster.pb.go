@@ -130,6 +130,70 @@ func (AgentState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{1}
 }
 
+// KeyringOp is an operation on the gossip keyring, as Serf's and Consul's
+// keyring operations (consul keyring -install, -use, -remove, -list).
+type KeyringOp int32
+
+const (
+	KeyringOp_KEYRING_OP_UNSPECIFIED KeyringOp = 0
+	// KEYRING_OP_LIST changes nothing and reports the keys.
+	KeyringOp_KEYRING_OP_LIST KeyringOp = 1
+	// KEYRING_OP_INSTALL adds the key for decryption; installing a key
+	// already there changes nothing.
+	KeyringOp_KEYRING_OP_INSTALL KeyringOp = 2
+	// KEYRING_OP_USE makes an installed key the primary, the one a member
+	// encrypts with.
+	KeyringOp_KEYRING_OP_USE KeyringOp = 3
+	// KEYRING_OP_REMOVE removes a key that is not the primary; removing a
+	// key not there changes nothing.
+	KeyringOp_KEYRING_OP_REMOVE KeyringOp = 4
+)
+
+// Enum value maps for KeyringOp.
+var (
+	KeyringOp_name = map[int32]string{
+		0: "KEYRING_OP_UNSPECIFIED",
+		1: "KEYRING_OP_LIST",
+		2: "KEYRING_OP_INSTALL",
+		3: "KEYRING_OP_USE",
+		4: "KEYRING_OP_REMOVE",
+	}
+	KeyringOp_value = map[string]int32{
+		"KEYRING_OP_UNSPECIFIED": 0,
+		"KEYRING_OP_LIST":        1,
+		"KEYRING_OP_INSTALL":     2,
+		"KEYRING_OP_USE":         3,
+		"KEYRING_OP_REMOVE":      4,
+	}
+)
+
+func (x KeyringOp) Enum() *KeyringOp {
+	p := new(KeyringOp)
+	*p = x
+	return p
+}
+
+func (x KeyringOp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyringOp) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_cluster_proto_enumTypes[2].Descriptor()
+}
+
+func (KeyringOp) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_cluster_proto_enumTypes[2]
+}
+
+func (x KeyringOp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyringOp.Descriptor instead.
+func (KeyringOp) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{2}
+}
+
 // NodeMeta is what a member advertises in its memberlist node meta (at most
 // 512 bytes encoded, memberlist's MetaMaxSize).
 type NodeMeta struct {
@@ -246,7 +310,13 @@ const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\x15AGENT_STATE_PREPARING\x10\x02\x12\x15\n" +
 	"\x11AGENT_STATE_READY\x10\x03\x12\x17\n" +
 	"\x13AGENT_STATE_RUNNING\x10\x04\x12\x18\n" +
-	"\x14AGENT_STATE_DRAINING\x10\x05B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\x14AGENT_STATE_DRAINING\x10\x05*\x7f\n" +
+	"\tKeyringOp\x12\x1a\n" +
+	"\x16KEYRING_OP_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fKEYRING_OP_LIST\x10\x01\x12\x16\n" +
+	"\x12KEYRING_OP_INSTALL\x10\x02\x12\x12\n" +
+	"\x0eKEYRING_OP_USE\x10\x03\x12\x15\n" +
+	"\x11KEYRING_OP_REMOVE\x10\x04B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_cluster_proto_rawDescOnce sync.Once
@@ -260,12 +330,13 @@ func file_phalanx_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_cluster_proto_rawDescData
 }
 
-var file_phalanx_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_phalanx_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_phalanx_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_phalanx_v1_cluster_proto_goTypes = []any{
 	(Role)(0),        // 0: phalanx.v1.Role
 	(AgentState)(0),  // 1: phalanx.v1.AgentState
-	(*NodeMeta)(nil), // 2: phalanx.v1.NodeMeta
+	(KeyringOp)(0),   // 2: phalanx.v1.KeyringOp
+	(*NodeMeta)(nil), // 3: phalanx.v1.NodeMeta
 }
 var file_phalanx_v1_cluster_proto_depIdxs = []int32{
 	0, // 0: phalanx.v1.NodeMeta.role:type_name -> phalanx.v1.Role
@@ -287,7 +358,7 @@ func file_phalanx_v1_cluster_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_cluster_proto_rawDesc), len(file_phalanx_v1_cluster_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -22,6 +22,246 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// KeyringRequest asks for one gossip keyring operation on every member.
+type KeyringRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    KeyringOp              `protobuf:"varint,1,opt,name=op,proto3,enum=phalanx.v1.KeyringOp" json:"op,omitempty"`
+	// key is the 32-byte AES-256 key to install, use or remove; empty for
+	// KEYRING_OP_LIST.
+	Key           []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringRequest) Reset() {
+	*x = KeyringRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringRequest) ProtoMessage() {}
+
+func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
+func (*KeyringRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *KeyringRequest) GetOp() KeyringOp {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringOp_KEYRING_OP_UNSPECIFIED
+}
+
+func (x *KeyringRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// KeyringResponse is the outcome of a keyring operation across the
+// cluster.
+type KeyringResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// members has one row per live member, sorted by name.
+	Members []*KeyringMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// keys has one row per key some member holds after the operation, as
+	// consul keyring -list shows them; the members that did not answer are
+	// counted in no row.
+	Keys          []*KeyCount `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringResponse) Reset() {
+	*x = KeyringResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringResponse) ProtoMessage() {}
+
+func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
+func (*KeyringResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *KeyringResponse) GetMembers() []*KeyringMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *KeyringResponse) GetKeys() []*KeyCount {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// KeyringMember is one member's part of a keyring operation.
+type KeyringMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Role  Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=phalanx.v1.Role" json:"role,omitempty"`
+	// error says why the member did not apply the operation (or did not
+	// report its keys); empty when it did.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringMember) Reset() {
+	*x = KeyringMember{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringMember) ProtoMessage() {}
+
+func (x *KeyringMember) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringMember.ProtoReflect.Descriptor instead.
+func (*KeyringMember) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *KeyringMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KeyringMember) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *KeyringMember) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// KeyCount is one key and how many members hold it.
+type KeyCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the 32-byte key.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// members counts the members that have it installed.
+	Members int32 `protobuf:"varint,2,opt,name=members,proto3" json:"members,omitempty"`
+	// primary counts the members that use it as their primary key.
+	Primary       int32 `protobuf:"varint,3,opt,name=primary,proto3" json:"primary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyCount) Reset() {
+	*x = KeyCount{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyCount) ProtoMessage() {}
+
+func (x *KeyCount) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyCount.ProtoReflect.Descriptor instead.
+func (*KeyCount) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *KeyCount) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KeyCount) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *KeyCount) GetPrimary() int32 {
+	if x != nil {
+		return x.Primary
+	}
+	return 0
+}
+
 // ListAgentsRequest asks for the live agents.
 type ListAgentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -31,7 +271,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +283,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +296,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
 }
 
 // ListAgentsResponse lists the live agents, sorted by name.
@@ -69,7 +309,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -81,7 +321,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -94,7 +334,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*NodeMeta {
@@ -114,7 +354,7 @@ type RunPlanRequest struct {
 
 func (x *RunPlanRequest) Reset() {
 	*x = RunPlanRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -126,7 +366,7 @@ func (x *RunPlanRequest) String() string {
 func (*RunPlanRequest) ProtoMessage() {}
 
 func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -139,7 +379,7 @@ func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanRequest.ProtoReflect.Descriptor instead.
 func (*RunPlanRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RunPlanRequest) GetPlan() *Plan {
@@ -165,7 +405,7 @@ type RunPlanResponse struct {
 
 func (x *RunPlanResponse) Reset() {
 	*x = RunPlanResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -177,7 +417,7 @@ func (x *RunPlanResponse) String() string {
 func (*RunPlanResponse) ProtoMessage() {}
 
 func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -190,7 +430,7 @@ func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanResponse.ProtoReflect.Descriptor instead.
 func (*RunPlanResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunPlanResponse) GetMsg() isRunPlanResponse_Msg {
@@ -266,7 +506,7 @@ type RunAccepted struct {
 
 func (x *RunAccepted) Reset() {
 	*x = RunAccepted{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +518,7 @@ func (x *RunAccepted) String() string {
 func (*RunAccepted) ProtoMessage() {}
 
 func (x *RunAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +531,7 @@ func (x *RunAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAccepted.ProtoReflect.Descriptor instead.
 func (*RunAccepted) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunAccepted) GetRunId() string {
@@ -319,7 +559,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +571,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +584,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -365,7 +605,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +617,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +630,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
 }
 
 // Progress is the merged state after one interval.
@@ -413,7 +653,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +665,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +678,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Progress) GetRunId() string {
@@ -526,7 +766,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +778,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +791,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -689,7 +929,7 @@ type TimelinePoint struct {
 
 func (x *TimelinePoint) Reset() {
 	*x = TimelinePoint{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +941,7 @@ func (x *TimelinePoint) String() string {
 func (*TimelinePoint) ProtoMessage() {}
 
 func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +954,7 @@ func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
 func (*TimelinePoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TimelinePoint) GetIndex() int32 {
@@ -809,7 +1049,7 @@ type StageResult struct {
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1061,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1074,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StageResult) GetIndex() int32 {
@@ -930,7 +1170,7 @@ type AgentResult struct {
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1182,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1195,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AgentResult) GetName() string {
@@ -1068,7 +1308,21 @@ var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\n" +
 	"\x1cphalanx/v1/coordinator.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"\x13\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"I\n" +
+	"\x0eKeyringRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x15.phalanx.v1.KeyringOpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"p\n" +
+	"\x0fKeyringResponse\x123\n" +
+	"\amembers\x18\x01 \x03(\v2\x19.phalanx.v1.KeyringMemberR\amembers\x12(\n" +
+	"\x04keys\x18\x02 \x03(\v2\x14.phalanx.v1.KeyCountR\x04keys\"_\n" +
+	"\rKeyringMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x10.phalanx.v1.RoleR\x04role\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"P\n" +
+	"\bKeyCount\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x18\n" +
+	"\amembers\x18\x02 \x01(\x05R\amembers\x12\x18\n" +
+	"\aprimary\x18\x03 \x01(\x05R\aprimary\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
 	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"6\n" +
@@ -1154,12 +1408,13 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
 	"\tgrpc_addr\x18\r \x01(\tR\bgrpcAddr\x12\x19\n" +
 	"\bcpu_list\x18\x0e \x01(\tR\acpuList\x12\x16\n" +
-	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xeb\x01\n" +
+	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xaf\x02\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
 	"\aRunPlan\x12\x1a.phalanx.v1.RunPlanRequest\x1a\x1b.phalanx.v1.RunPlanResponse0\x01\x12B\n" +
-	"\aStopRun\x12\x1a.phalanx.v1.StopRunRequest\x1a\x1b.phalanx.v1.StopRunResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\aStopRun\x12\x1a.phalanx.v1.StopRunRequest\x1a\x1b.phalanx.v1.StopRunResponse\x12B\n" +
+	"\aKeyring\x12\x1a.phalanx.v1.KeyringRequest\x1a\x1b.phalanx.v1.KeyringResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_coordinator_proto_rawDescOnce sync.Once
@@ -1173,64 +1428,76 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
-	(*ListAgentsRequest)(nil),   // 0: phalanx.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),  // 1: phalanx.v1.ListAgentsResponse
-	(*RunPlanRequest)(nil),      // 2: phalanx.v1.RunPlanRequest
-	(*RunPlanResponse)(nil),     // 3: phalanx.v1.RunPlanResponse
-	(*RunAccepted)(nil),         // 4: phalanx.v1.RunAccepted
-	(*StopRunRequest)(nil),      // 5: phalanx.v1.StopRunRequest
-	(*StopRunResponse)(nil),     // 6: phalanx.v1.StopRunResponse
-	(*Progress)(nil),            // 7: phalanx.v1.Progress
-	(*RunResult)(nil),           // 8: phalanx.v1.RunResult
-	(*TimelinePoint)(nil),       // 9: phalanx.v1.TimelinePoint
-	(*StageResult)(nil),         // 10: phalanx.v1.StageResult
-	(*AgentResult)(nil),         // 11: phalanx.v1.AgentResult
-	(*NodeMeta)(nil),            // 12: phalanx.v1.NodeMeta
-	(*Plan)(nil),                // 13: phalanx.v1.Plan
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
-	(*Histograms)(nil),          // 15: phalanx.v1.Histograms
-	(*Counters)(nil),            // 16: phalanx.v1.Counters
+	(*KeyringRequest)(nil),      // 0: phalanx.v1.KeyringRequest
+	(*KeyringResponse)(nil),     // 1: phalanx.v1.KeyringResponse
+	(*KeyringMember)(nil),       // 2: phalanx.v1.KeyringMember
+	(*KeyCount)(nil),            // 3: phalanx.v1.KeyCount
+	(*ListAgentsRequest)(nil),   // 4: phalanx.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),  // 5: phalanx.v1.ListAgentsResponse
+	(*RunPlanRequest)(nil),      // 6: phalanx.v1.RunPlanRequest
+	(*RunPlanResponse)(nil),     // 7: phalanx.v1.RunPlanResponse
+	(*RunAccepted)(nil),         // 8: phalanx.v1.RunAccepted
+	(*StopRunRequest)(nil),      // 9: phalanx.v1.StopRunRequest
+	(*StopRunResponse)(nil),     // 10: phalanx.v1.StopRunResponse
+	(*Progress)(nil),            // 11: phalanx.v1.Progress
+	(*RunResult)(nil),           // 12: phalanx.v1.RunResult
+	(*TimelinePoint)(nil),       // 13: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),         // 14: phalanx.v1.StageResult
+	(*AgentResult)(nil),         // 15: phalanx.v1.AgentResult
+	(KeyringOp)(0),              // 16: phalanx.v1.KeyringOp
+	(Role)(0),                   // 17: phalanx.v1.Role
+	(*NodeMeta)(nil),            // 18: phalanx.v1.NodeMeta
+	(*Plan)(nil),                // 19: phalanx.v1.Plan
+	(*durationpb.Duration)(nil), // 20: google.protobuf.Duration
+	(*Histograms)(nil),          // 21: phalanx.v1.Histograms
+	(*Counters)(nil),            // 22: phalanx.v1.Counters
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	12, // 0: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	13, // 1: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
-	7,  // 2: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
-	8,  // 3: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	4,  // 4: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
-	14, // 5: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	13, // 6: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	14, // 7: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	15, // 8: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	16, // 9: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	14, // 10: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	11, // 11: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	16, // 12: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	14, // 13: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	9,  // 14: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
-	10, // 15: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
-	14, // 16: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	14, // 17: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	14, // 18: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	14, // 19: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	16, // 20: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	14, // 21: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	14, // 22: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	14, // 23: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	14, // 24: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	14, // 25: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	0,  // 26: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	2,  // 27: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	5,  // 28: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	1,  // 29: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	3,  // 30: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	6,  // 31: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	29, // [29:32] is the sub-list for method output_type
-	26, // [26:29] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 0: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	2,  // 1: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
+	3,  // 2: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
+	17, // 3: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
+	18, // 4: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	19, // 5: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	11, // 6: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
+	12, // 7: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
+	8,  // 8: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
+	20, // 9: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	19, // 10: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	20, // 11: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	21, // 12: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	22, // 13: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	20, // 14: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	15, // 15: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	22, // 16: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	20, // 17: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	13, // 18: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	14, // 19: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	20, // 20: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	20, // 21: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	20, // 22: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	20, // 23: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	22, // 24: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	20, // 25: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	20, // 26: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	20, // 27: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	20, // 28: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	20, // 29: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	4,  // 30: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	6,  // 31: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	9,  // 32: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	0,  // 33: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	5,  // 34: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	7,  // 35: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	10, // 36: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	1,  // 37: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	34, // [34:38] is the sub-list for method output_type
+	30, // [30:34] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -1241,7 +1508,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 	file_phalanx_v1_cluster_proto_init()
 	file_phalanx_v1_plan_proto_init()
 	file_phalanx_v1_stats_proto_init()
-	file_phalanx_v1_coordinator_proto_msgTypes[3].OneofWrappers = []any{
+	file_phalanx_v1_coordinator_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunPlanResponse_Progress)(nil),
 		(*RunPlanResponse_Result)(nil),
 		(*RunPlanResponse_Accepted)(nil),
@@ -1252,7 +1519,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

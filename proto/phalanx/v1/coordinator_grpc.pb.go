@@ -22,6 +22,7 @@ const (
 	CoordinatorService_ListAgents_FullMethodName = "/phalanx.v1.CoordinatorService/ListAgents"
 	CoordinatorService_RunPlan_FullMethodName    = "/phalanx.v1.CoordinatorService/RunPlan"
 	CoordinatorService_StopRun_FullMethodName    = "/phalanx.v1.CoordinatorService/StopRun"
+	CoordinatorService_Keyring_FullMethodName    = "/phalanx.v1.CoordinatorService/Keyring"
 )
 
 // CoordinatorServiceClient is the client API for CoordinatorService service.
@@ -47,6 +48,21 @@ type CoordinatorServiceClient interface {
 	// no run with that ID is in progress on this coordinator (unknown, or
 	// already ended).
 	StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error)
+	// Keyring applies one gossip keyring operation to every live member:
+	// this coordinator itself and each agent (AgentService.Keyring, each
+	// call bounded by 5 s), as `consul keyring` does across a datacenter.
+	// Before USE it checks that every member has the key installed, and
+	// before REMOVE that no member uses it as its primary; either refusal
+	// changes nothing and names the members at fault (FAILED_PRECONDITION).
+	// Otherwise the operation is sent to every member and the response has
+	// one row per member: a member that did not apply it (unreachable,
+	// refused, another coordinator, which this call does not reach) has its
+	// error in its row, and the call still succeeds. Keys appear in no
+	// error. Errors: INVALID_ARGUMENT for an unknown op or a key not 32
+	// bytes; FAILED_PRECONDITION when this coordinator's gossip is not
+	// encrypted (started without --gossip-key-file), and for the refusals
+	// above.
+	Keyring(ctx context.Context, in *KeyringRequest, opts ...grpc.CallOption) (*KeyringResponse, error)
 }
 
 type coordinatorServiceClient struct {
@@ -96,6 +112,16 @@ func (c *coordinatorServiceClient) StopRun(ctx context.Context, in *StopRunReque
 	return out, nil
 }
 
+func (c *coordinatorServiceClient) Keyring(ctx context.Context, in *KeyringRequest, opts ...grpc.CallOption) (*KeyringResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeyringResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_Keyring_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoordinatorServiceServer is the server API for CoordinatorService service.
 // All implementations must embed UnimplementedCoordinatorServiceServer
 // for forward compatibility.
@@ -119,6 +145,21 @@ type CoordinatorServiceServer interface {
 	// no run with that ID is in progress on this coordinator (unknown, or
 	// already ended).
 	StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error)
+	// Keyring applies one gossip keyring operation to every live member:
+	// this coordinator itself and each agent (AgentService.Keyring, each
+	// call bounded by 5 s), as `consul keyring` does across a datacenter.
+	// Before USE it checks that every member has the key installed, and
+	// before REMOVE that no member uses it as its primary; either refusal
+	// changes nothing and names the members at fault (FAILED_PRECONDITION).
+	// Otherwise the operation is sent to every member and the response has
+	// one row per member: a member that did not apply it (unreachable,
+	// refused, another coordinator, which this call does not reach) has its
+	// error in its row, and the call still succeeds. Keys appear in no
+	// error. Errors: INVALID_ARGUMENT for an unknown op or a key not 32
+	// bytes; FAILED_PRECONDITION when this coordinator's gossip is not
+	// encrypted (started without --gossip-key-file), and for the refusals
+	// above.
+	Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error)
 	mustEmbedUnimplementedCoordinatorServiceServer()
 }
 
@@ -137,6 +178,9 @@ func (UnimplementedCoordinatorServiceServer) RunPlan(*RunPlanRequest, grpc.Serve
 }
 func (UnimplementedCoordinatorServiceServer) StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StopRun not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Keyring not implemented")
 }
 func (UnimplementedCoordinatorServiceServer) mustEmbedUnimplementedCoordinatorServiceServer() {}
 func (UnimplementedCoordinatorServiceServer) testEmbeddedByValue()                            {}
@@ -206,6 +250,24 @@ func _CoordinatorService_StopRun_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoordinatorService_Keyring_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KeyringRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).Keyring(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_Keyring_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).Keyring(ctx, req.(*KeyringRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoordinatorService_ServiceDesc is the grpc.ServiceDesc for CoordinatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -220,6 +282,10 @@ var CoordinatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StopRun",
 			Handler:    _CoordinatorService_StopRun_Handler,
+		},
+		{
+			MethodName: "Keyring",
+			Handler:    _CoordinatorService_Keyring_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
