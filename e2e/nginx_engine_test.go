@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -155,12 +156,7 @@ func TestNginxIdleKeepAliveClosesMatchLog(t *testing.T) {
 	}, 2, 2)
 	rep := out.Report
 	lines := srv.WaitLogStable(t, 0)
-	status := map[int]int64{}
-	conns := map[int64]bool{}
-	for _, l := range lines {
-		status[l.Status]++
-		conns[l.Connection] = true
-	}
+	status, conns := logTally(lines)
 	t.Logf("report: %d requests + %d in flight, issued %d, errors %v, connections %d, reconnects %d, retries %d; nginx: %d lines, %d connections, status %v",
 		rep.Requests, rep.InFlight, rep.Issued, rep.Errors, rep.ConnectionsOpened, rep.Reconnects, rep.Retries, len(lines), len(conns), status)
 	if rep.ErrorTotal() != 0 {
@@ -212,4 +208,51 @@ func TestNginxBigHeaderLine(t *testing.T) {
 	if per := rep.BytesRead / n; per < 6*part+600 {
 		t.Errorf("%d wire bytes per response, want at least %d (the header and the 600-byte page)", per, 6*part+600)
 	}
+}
+
+// TestNginxHTTP2EarlyResponseToUpload: issue 17's item 2 against NGINX.
+// A 200 KiB HTTP/2 POST (more than the 64 KiB stream window) to a static
+// location, which NGINX answers with 405 before reading the body and then
+// resets with RST_STREAM(NO_ERROR) (RFC 9113 section 8.1): every response
+// is counted, none waits for the timeout or costs its connection, and
+// NGINX's log equals the report (-X POST --body 200k --http2 -m 4 -c 2
+// -n 200).
+func TestNginxHTTP2EarlyResponseToUpload(t *testing.T) {
+	const n = 200
+	srv := nginxtest.Start(t, nginxtest.Options{HTTP2: true, Server: `
+        location /upload {
+            try_files /index.html =404;
+        }`})
+	out := runCase(t, plan.Plan{
+		URL: srv.URL() + "upload", Method: "POST", Body: bytes.Repeat([]byte("x"), 200<<10),
+		Protocol: plan.H2, MaxStreams: 4, Connections: 2, Requests: n, Timeout: 4 * time.Second,
+		TLS: plan.TLS{CAPEM: srv.CAPEM(), Curves: []string{"X25519"}},
+	}, 1, 2)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	status, conns := logTally(lines)
+	t.Logf("report: %d requests in %v, status %v, errors %v, connections %d; nginx: %d lines, %d connections, status %v",
+		rep.Requests, out.Elapsed, rep.Status, rep.Errors, rep.ConnectionsOpened, len(lines), len(conns), status)
+	if rep.ErrorTotal() != 0 || rep.Requests != n || rep.Status["405"] != n {
+		t.Errorf("report: requests %d, status %v, errors %v: want %d x 405, no error", rep.Requests, rep.Status, rep.Errors, n)
+	}
+	if int64(len(lines)) != n || status[405] != n {
+		t.Errorf("nginx logged %d (status %v), want %d x 405", len(lines), status, n)
+	}
+	if rep.ConnectionsOpened != 2 || len(conns) != 2 {
+		t.Errorf("connections: report %d, nginx %d: want 2 (an early response costs no connection)", rep.ConnectionsOpened, len(conns))
+	}
+	if out.Elapsed > 4*time.Second {
+		t.Errorf("run took %v: requests waited for the 4 s timeout", out.Elapsed)
+	}
+}
+
+// logTally returns an access log's lines by status and its connections.
+func logTally(lines []nginxtest.LogLine) (status map[int]int64, conns map[int64]bool) {
+	status, conns = map[int]int64{}, map[int64]bool{}
+	for _, l := range lines {
+		status[l.Status]++
+		conns[l.Connection] = true
+	}
+	return status, conns
 }

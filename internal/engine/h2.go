@@ -196,6 +196,12 @@ func (c *h2conn) loop() {
 		}()
 	}
 	wg.Wait()
+	c.mu.Lock()
+	ss := append([]*h2session(nil), c.sessions...)
+	c.mu.Unlock()
+	for _, s := range ss {
+		s.flushLast()
+	}
 	c.closeAll()
 }
 

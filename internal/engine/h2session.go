@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -77,6 +78,12 @@ type h2stream struct {
 	kind       measure.ErrorKind
 	sendWindow int64
 	unacked    uint32
+	// ended is set when the stream completed (endStreamLocked), peerReset
+	// when the server ended it with RST_STREAM (guarded by s.mu): a body
+	// still being sent stops, and a stream the server reset gets no
+	// RST_STREAM back (RFC 9113 section 5.4.2).
+	ended     bool
+	peerReset bool
 }
 
 // newSession dials, checks ALPN h2 and exchanges the connection preface.
@@ -167,6 +174,19 @@ func (s *h2session) flusher() {
 	}
 }
 
+// flushLast writes out the frames still in bw (the RST_STREAM of a
+// stream that ended last) before the slot closes the session, with a short
+// deadline: nothing else writes any more.
+func (s *h2session) flushLast() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.bw.Buffered() == 0 || !s.usable() {
+		return
+	}
+	_ = s.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_ = s.bw.Flush()
+}
+
 // usable reports whether new streams may start on s.
 func (s *h2session) usable() bool {
 	s.mu.Lock()
@@ -225,13 +245,14 @@ func (s *h2session) failKind(err error, unanswered measure.ErrorKind, closeConn 
 	}
 }
 
-// endStreamLocked completes a stream. Called with s.mu held.
-func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) {
+// endStreamLocked completes a stream and reports whether it did (false:
+// it had already ended). Called with s.mu held.
+func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) bool {
 	if _, ok := s.streams[id]; !ok {
-		return
+		return false
 	}
 	delete(s.streams, id)
-	st.err, st.kind = err, kind
+	st.err, st.kind, st.ended = err, kind, true
 	s.active--
 	s.cond.Broadcast()
 	close(st.done)
@@ -239,6 +260,7 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 		// Drained after GOAWAY: nothing more will use this connection.
 		s.drain()
 	}
+	return true
 }
 
 // roundTrip sends one request on a new stream and waits for its end or
@@ -280,14 +302,27 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: en.h2, EndStream: len(en.body) == 0, EndHeaders: true})
 	s.written = st.id
 	if err == nil && len(en.body) > 0 {
-		err = s.writeBody(st, en.body, deadline)
+		switch err = s.writeBody(st, en.body, deadline); {
+		case errors.Is(err, errBodyStopped):
+			// The stream ended before its body was all sent: the server
+			// answered early (RFC 9113 section 8.1; the response counts).
+			// It reset the stream itself, or we cancel what is left.
+			err = nil
+			if !st.peerReset {
+				err = s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
+			}
+		case errors.Is(err, errTimeout):
+			// The body waited for flow-control window past the deadline
+			// (writeBody ended the stream as a timeout): reset only this
+			// stream; the connection and its other streams go on. The
+			// write gets a fresh deadline: ours has passed (see write).
+			_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+			err = s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
+		}
 	}
 	s.wmu.Unlock()
 	if err == nil {
-		select { // the flusher sends it, with the frames of streams ready now
-		case s.flushes <- struct{}{}:
-		default: // already woken: it will find these frames too
-		}
+		s.kick()
 	}
 	tw := time.Now()
 	if err != nil {
@@ -304,44 +339,84 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 		timer.Stop()
 	case <-timer.C:
 		s.mu.Lock()
-		s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
+		timedOut := s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
 		s.mu.Unlock()
-		_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
+		if timedOut { // not ended meanwhile (or by writeBody's timeout)
+			_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
+		}
 		<-st.done
 	}
 	if st.err != nil {
 		return 0, st.bytes, 0, st.kind, st.err
 	}
-	return st.status, st.bytes, st.first.Sub(tw), 0, nil
+	// A response that came before the body was all written has its
+	// first byte before tw: its time to first byte is 0.
+	return st.status, st.bytes, max(st.first.Sub(tw), 0), 0, nil
 }
 
-var errTimeout = errors.New("http2: stream timed out")
+// kick wakes the flusher: the frames waiting in bw go out with those of
+// the other streams ready now. Safe with any lock held.
+func (s *h2session) kick() {
+	select {
+	case s.flushes <- struct{}{}:
+	default: // already woken: it will find these frames too
+	}
+}
+
+// errTimeout ends a stream that did not complete within the plan's
+// timeout (classify: measure.ErrTimeout).
+var errTimeout = fmt.Errorf("http2: stream timed out: %w", os.ErrDeadlineExceeded)
+
+// errBodyStopped is writeBody's report that the stream ended (a complete
+// response, or the server's RST_STREAM) before its body was all sent.
+var errBodyStopped = errors.New("http2: stream ended before its request body was sent")
 
 // writeBody writes a request body within the peer's flow-control windows.
-// Called with wmu held.
+// Called with wmu held, which it releases while it waits for window. It
+// stops with errBodyStopped when the stream ends first (the server
+// answered before reading the whole body, RFC 9113 section 8.1), and with
+// errTimeout, having ended the stream as a timeout, when the deadline
+// passes while it waits; other errors are the connection's.
 func (s *h2session) writeBody(st *h2stream, body []byte, deadline time.Time) error {
-	wake := time.AfterFunc(time.Until(deadline), func() {
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer wake.Stop()
+	var wake *time.Timer // the deadline's wake-up, armed on the first wait
+	defer func() {
+		if wake != nil {
+			wake.Stop()
+		}
+	}()
 	for len(body) > 0 {
 		s.mu.Lock()
-		for !s.dead && (s.sendWindow <= 0 || st.sendWindow <= 0) {
-			if time.Now().After(deadline) {
+		for !s.dead && !st.ended && (s.sendWindow <= 0 || st.sendWindow <= 0) {
+			if !time.Now().Before(deadline) {
+				s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
 				s.mu.Unlock()
 				return errTimeout
 			}
+			if wake == nil {
+				wake = time.AfterFunc(time.Until(deadline), func() {
+					s.mu.Lock()
+					s.cond.Broadcast()
+					s.mu.Unlock()
+				})
+			}
+			// What is already written waits in bw: have the flusher send
+			// it, or the server never sees the data it should open the
+			// window for.
+			s.kick()
 			s.wmu.Unlock()
 			s.cond.Wait()
 			s.mu.Unlock()
 			s.wmu.Lock()
+			_ = s.nc.SetWriteDeadline(deadline) // others' writes set theirs
 			s.mu.Lock()
 		}
 		if s.dead {
 			s.mu.Unlock()
 			return s.err
+		}
+		if st.ended {
+			s.mu.Unlock()
+			return errBodyStopped
 		}
 		n := min(int64(len(body)), s.sendWindow, st.sendWindow, int64(s.maxFrame))
 		s.sendWindow -= n
@@ -495,6 +570,7 @@ func (s *h2session) handle(f http2.Frame) error {
 	case *http2.RSTStreamFrame:
 		s.mu.Lock()
 		if st := s.streams[f.StreamID]; st != nil {
+			st.peerReset = true
 			if f.ErrCode == http2.ErrCodeRefusedStream {
 				s.endStreamLocked(f.StreamID, st, errH2Refused, measure.ErrClosed)
 			} else {

@@ -3,13 +3,9 @@ package engine
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,80 +27,39 @@ type idleCloseServer struct {
 
 func newIdleCloseServer(t *testing.T, idle time.Duration) *idleCloseServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(http.NotFoundHandler()) // only for its certificate
-	ts.StartTLS()
-	cert := ts.TLS.Certificates[0]
-	s := &idleCloseServer{url: "https://" + ln.Addr().String() + "/", ca: pemCert(ts.Certificate().Raw)}
-	ts.Close()
-	tln := tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	s := &idleCloseServer{}
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	t.Cleanup(func() {
-		tln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	s.url, s.ca = serveTLS(t, nil, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := tln.Accept()
-			if err != nil {
+			// Wait at most idle for the next request's first byte.
+			_ = c.SetReadDeadline(time.Now().Add(idle))
+			if _, err := br.Peek(1); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					s.closed.Add(1)
+				}
 				return
 			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-					c.Close()
-				}()
-				br := bufio.NewReader(c)
-				for {
-					// Wait at most idle for the next request's first byte.
-					_ = c.SetReadDeadline(time.Now().Add(idle))
-					if _, err := br.Peek(1); err != nil {
-						if errors.Is(err, os.ErrDeadlineExceeded) {
-							s.closed.Add(1)
-						}
-						return
-					}
-					_ = c.SetReadDeadline(time.Time{})
-					for { // the request head ends with an empty line
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-					}
-					// Counted before the write, as an access log line is
-					// due: the client may finish before this goroutine
-					// runs again.
-					s.answered.Add(1)
-					if _, err := c.Write(resp); err != nil {
-						return
-					}
+			_ = c.SetReadDeadline(time.Time{})
+			for { // the request head ends with an empty line
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return
 				}
-			}()
+				if len(line) <= 2 {
+					break
+				}
+			}
+			// Counted before the write, as an access log line is
+			// due: the client may finish before this goroutine
+			// runs again.
+			s.answered.Add(1)
+			if _, err := c.Write(resp); err != nil {
+				return
+			}
 		}
-	}()
+	})
+	s.url += "/"
 	return s
 }
 

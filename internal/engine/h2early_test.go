@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// runH2 runs p on conns connections (runCounted) and returns the run's
+// counts, its result and how long preparing and running took.
+func runH2(t *testing.T, p plan.Plan, conns int) (measure.Counts, Result, time.Duration) {
+	t.Helper()
+	t0 := time.Now()
+	res, total := runCounted(t, newEngine(t, p, conns))
+	return total, res, time.Since(t0)
+}
+
+// uploadMix is a POST of a 200 KiB body to /upload (more than the
+// server's 64 KiB stream window) and a GET of /small, one each per cycle.
+func uploadMix(url string) []plan.Request {
+	return []plan.Request{
+		{Method: "POST", URL: url + "/upload", Body: bytes.Repeat([]byte("x"), 200<<10)},
+		{Method: "GET", URL: url + "/small"},
+	}
+}
+
+// TestH2EarlyResponseBeforeBody: a server that answers an upload larger
+// than the stream window before reading its body (405 with END_STREAM,
+// then RST_STREAM(NO_ERROR) as NGINX does, or no reset at all) gets every
+// response counted (RFC 9113 section 8.1: the client must not discard it),
+// the rest of the body is not sent, the GETs sharing the connection are
+// unharmed, one connection serves the whole run, and nothing waits for the
+// timeout (the run takes well under one).
+func TestH2EarlyResponseBeforeBody(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		early h2Action
+	}{{"reset", h2Early}, {"no reset", h2EarlyNoReset}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newH2FrameServer(t, func(_ int64, method, path string) h2Action {
+				if path == "/upload" {
+					return tc.early
+				}
+				return h2Answer
+			})
+			const n, timeout = 200, 10 * time.Second
+			p := plan.Plan{URL: srv.url + "/", Mix: uploadMix(srv.url), Protocol: plan.H2, MaxStreams: 4, Connections: 1,
+				Requests: n, Timeout: timeout, TLS: plan.TLS{CAPEM: srv.ca}}
+			total, res, took := runH2(t, p, 1)
+			srv.check(t)
+			actions, resets := srv.counts(t)
+			t.Logf("%v: statuses %v, errors %v, connections %d; server: %d streams, actions %v, client resets %v, most body bytes %v",
+				took, total.StatusMap(), total.ErrorMap(), total.ConnectionsOpened, srv.streams.Load(), actions, resets, srv.bodyMax)
+			if total.Status[405] != n/2 || total.Status[200] != n/2 || total.ErrorTotal() != 0 || res.Issued != n {
+				t.Errorf("statuses %v, errors %v, issued %d: want %d × 405 and %d × 200, no error", total.StatusMap(), total.ErrorMap(), res.Issued, n/2, n/2)
+			}
+			if actions[tc.early] != n/2 || actions[h2Answer] != n/2 || srv.streams.Load() != n {
+				t.Errorf("server: %d streams, actions %v: want %d early answers and %d GETs", srv.streams.Load(), actions, n/2, n/2)
+			}
+			if total.ConnectionsOpened != 1 || srv.accepted.Load() != 1 || total.Reconnects != 0 {
+				t.Errorf("connections: %d opened, %d accepted, %d reconnects: want the one connection for the whole run", total.ConnectionsOpened, srv.accepted.Load(), total.Reconnects)
+			}
+			if got := srv.bodyMax["/upload"]; got > 65535 {
+				t.Errorf("server received %d body bytes on one upload: the body must stop within the 65535-byte window", got)
+			}
+			if tc.early == h2EarlyNoReset && resets[http2.ErrCodeCancel] != n/2 {
+				t.Errorf("client resets %v: want RST_STREAM(CANCEL) for each of the %d half-closed uploads", resets, n/2)
+			}
+			if took >= timeout/2 {
+				t.Errorf("run took %v: streams waited for the %v timeout", took, timeout)
+			}
+		})
+	}
+}
+
+// TestH2BodyTimeoutResetsOnlyTheStream: an upload whose body never gets
+// window (the server neither answers nor reads it) times out as `timeout`
+// (not `closed`), is reset alone with RST_STREAM(CANCEL), and the GETs on
+// the same connection all complete on it.
+func TestH2BodyTimeoutResetsOnlyTheStream(t *testing.T) {
+	srv := newH2FrameServer(t, func(_ int64, method, path string) h2Action {
+		if path == "/upload" {
+			return h2Stall
+		}
+		return h2Answer
+	})
+	mix := uploadMix(srv.url)
+	mix[1].Weight = 4
+	const n = 50
+	p := plan.Plan{URL: srv.url + "/", Mix: mix, Protocol: plan.H2, MaxStreams: 4, Connections: 1,
+		Requests: n, Timeout: 500 * time.Millisecond, TLS: plan.TLS{CAPEM: srv.ca}}
+	total, res, took := runH2(t, p, 1)
+	srv.check(t)
+	actions, resets := srv.counts(t)
+	t.Logf("%v: statuses %v, errors %v, connections %d; server: actions %v, client resets %v", took, total.StatusMap(), total.ErrorMap(),
+		total.ConnectionsOpened, actions, resets)
+	if total.Errors[measure.ErrTimeout] != n/5 || total.ErrorTotal() != n/5 || total.Status[200] != n*4/5 || res.Issued != n {
+		t.Errorf("statuses %v, errors %v, issued %d: want %d × 200 and exactly {timeout: %d}", total.StatusMap(), total.ErrorMap(), res.Issued, n*4/5, n/5)
+	}
+	if resets[http2.ErrCodeCancel] != n/5 || len(resets) != 1 {
+		t.Errorf("client resets %v: want RST_STREAM(CANCEL) for each of the %d stalled uploads, nothing else", resets, n/5)
+	}
+	if total.ConnectionsOpened != 1 || srv.accepted.Load() != 1 {
+		t.Errorf("connections: %d opened, %d accepted: a body timeout must not end the connection", total.ConnectionsOpened, srv.accepted.Load())
+	}
+}
