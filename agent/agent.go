@@ -12,15 +12,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/phalanxload/phalanx/internal/allow"
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -31,6 +35,10 @@ import (
 // to the agent's wall clock (e.g. "200s"), to prove that results do not
 // depend on agents' clocks agreeing.
 const ClockShiftEnv = "PHALANX_TEST_CLOCK_SHIFT"
+
+// MaxStartAhead bounds how far from the agent's clock a Start instant may
+// be, ahead or behind: the coordinator sends one about 100 ms ahead.
+const MaxStartAhead = time.Minute
 
 // DefaultGRPCAddr is the agent's default gRPC listen address.
 const DefaultGRPCAddr = "127.0.0.1:7070"
@@ -92,17 +100,37 @@ type Config struct {
 	// Security sets the credentials of the agent's gRPC server (for the
 	// coordinator). Default (and zero): insecure.
 	Security security.Config
+	// AllowTargets is the target allowlist (internal/allow): a share whose
+	// target, resolved, is outside it is refused at prepare with
+	// PermissionDenied, before any packet is sent to the target. Default
+	// (and nil): allow.Default(), loopback only (127.0.0.0/8, ::1).
+	AllowTargets *allow.List
+	// MaxConnections caps the connections one share may open on this agent
+	// (its part of the plan's connections, of an open-loop plan's
+	// max_connections and of every closed-loop stage target): a share
+	// above it is refused with PermissionDenied, never clipped. Default
+	// (and zero or negative): no cap.
+	MaxConnections int
+	// MaxRate caps one share's open-loop rate, requests/s (its part of the
+	// plan's rate and of every stage target): a share above it, or a
+	// closed-loop share (whose rate has no bound), is refused with
+	// PermissionDenied, never clipped. Default (and zero or negative): no
+	// cap.
+	MaxRate int64
 	// Logger is the agent's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
 }
 
 // DefaultConfig returns the agent's defaults, the ones its flags show:
 // gRPC on DefaultGRPCAddr, gossip on cluster.DefaultBindAddr with LAN
-// timings, no gossip key, label cluster.DefaultLabel, rejoin every cluster.DefaultRejoinInterval, one worker per CPU
-// of runtime.GOMAXPROCS(0), insecure gRPC, slog.Default(). Name, Clock and
-// AdvertiseAddr are left empty (New derives them).
+// timings, no gossip key, label cluster.DefaultLabel, rejoin every
+// cluster.DefaultRejoinInterval, one worker per CPU of
+// runtime.GOMAXPROCS(0), insecure gRPC, targets on loopback only
+// (allow.Default), no caps, slog.Default(). Name, Clock and AdvertiseAddr
+// are left empty (New derives them).
 func DefaultConfig() Config {
 	return Config{
+		AllowTargets:   allow.Default(),
 		GRPCAddr:       DefaultGRPCAddr,
 		GossipAddr:     cluster.DefaultBindAddr,
 		ClusterLabel:   cluster.DefaultLabel,
@@ -130,6 +158,10 @@ type Agent struct {
 	// goroutine of Run pushes the new meta, since memberlist's UpdateNode
 	// blocks until the broadcast goes out and must stay off the run path.
 	gossipState chan struct{}
+
+	// lookupHost, when not nil, resolves target names instead of DNS
+	// (engine.Config.LookupHost; tests).
+	lookupHost func(ctx context.Context, host string) ([]string, error)
 
 	// watchers owns the Run streams' watchers (runShare), which end with
 	// their stream; Run joins them once the gRPC server has stopped.
@@ -163,6 +195,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = def.Logger
 	}
+	if cfg.AllowTargets == nil {
+		cfg.AllowTargets = def.AllowTargets
+	}
+	cfg.MaxConnections = max(cfg.MaxConnections, 0)
+	cfg.MaxRate = max(cfg.MaxRate, 0)
 	if cfg.Clock == nil {
 		clock, err := ClockFromEnv()
 		if err != nil {
@@ -246,13 +283,24 @@ func (a *Agent) GossipAddr() string { return a.cluster.Addr() }
 // Name returns the agent's cluster name.
 func (a *Agent) Name() string { return a.cfg.Name }
 
+// metaAllowSlack is what the allowlist's two fields add to the meta
+// besides the list's bytes: two tags, a length of up to two bytes and a
+// count of up to five.
+const metaAllowSlack = 1 + 2 + 1 + 5
+
 func (a *Agent) meta() *pb.NodeMeta {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return &pb.NodeMeta{
+	m := &pb.NodeMeta{
 		Role: pb.Role_ROLE_AGENT, Name: a.cfg.Name, GrpcAddr: a.cfg.AdvertiseAddr,
 		Cpus: int32(a.cfg.CPUs), Version: version.Version, State: a.state,
+		MaxConnections: int64(a.cfg.MaxConnections), MaxRate: a.cfg.MaxRate,
 	}
+	// The allowlist takes what memberlist's meta limit leaves, cut at an
+	// entry boundary; coordctl agents says how many entries it left off.
+	list, omitted := a.cfg.AllowTargets.Compact(memberlist.MetaMaxSize - proto.Size(m) - metaAllowSlack)
+	m.AllowTargets, m.AllowTargetsOmitted = list, int32(omitted)
+	return m
 }
 
 // Run joins the cluster, serves gRPC until ctx ends, then leaves the
@@ -301,7 +349,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.watchers.Wait() // every stream has ended with the server
 		return nil
 	})
-	started := []any{"grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "workers", a.cfg.CPUs}
+	started := []any{"grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "workers", a.cfg.CPUs,
+		"allow_targets", a.cfg.AllowTargets.String()}
+	if a.cfg.MaxConnections > 0 {
+		started = append(started, "max_connections", a.cfg.MaxConnections)
+	}
+	if a.cfg.MaxRate > 0 {
+		started = append(started, "max_rate", a.cfg.MaxRate)
+	}
 	if a.cfg.CPUList != "" {
 		started = append(started, "cpu_list", a.cfg.CPUList)
 	}
@@ -385,7 +440,11 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	if setup == nil {
 		return status.Error(codes.InvalidArgument, "run stream: first message must be setup")
 	}
-	share := wire.ShareFromProto(setup)
+	share, err := a.decodeShare(setup)
+	if err != nil {
+		a.log.Warn("malformed share refused", "err", err)
+		return err
+	}
 	if err := a.acquire(share.RunID, cancelShare); err != nil {
 		return err
 	}
@@ -393,11 +452,23 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	log := a.log.With("run_id", share.RunID)
 
 	a.setState(pb.AgentState_AGENT_STATE_PREPARING)
-	eng, err := engine.New(ctx, engine.Config{Share: share, Workers: a.cfg.CPUs, Clock: a.cfg.Clock, Logger: log})
+	eng, err := a.newEngine(ctx, share, log)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "share: %v", err)
+		return err
 	}
 	defer eng.Close()
+	// Nothing has gone to the target yet: the coordinator sends Connect
+	// once every agent of the run has accepted its share.
+	if err := stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Accepted{Accepted: &pb.Accepted{DialAddr: eng.Addr()}}}); err != nil {
+		return err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if msg.GetConnect() == nil {
+		return status.Errorf(codes.InvalidArgument, "agent %s: run stream: expected connect, got %T", a.cfg.Name, msg.GetMsg())
+	}
 	prep, err := eng.Prepare(ctx)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "agent %s: %v", a.cfg.Name, err)
@@ -441,6 +512,9 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 
 	a.setState(pb.AgentState_AGENT_STATE_RUNNING)
 	startAt := time.Unix(0, start.GetStartAtUnixNano())
+	if d := startAt.Sub(a.cfg.Clock()); d > MaxStartAhead || d < -MaxStartAhead {
+		return status.Errorf(codes.InvalidArgument, "agent %s: start instant %v from now (agent clock): want within %v", a.cfg.Name, d.Round(time.Millisecond), MaxStartAhead)
+	}
 	log.Info("share starting", "connections", share.Connections, "in", time.Until(startAt).Round(time.Millisecond))
 	lastCPU := cpuTime()
 	var sendErr error
@@ -491,6 +565,84 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	}
 	log.Info("share done", "issued", res.Issued, "in_flight", res.InFlight, "stopped_early", res.StoppedEarly)
 	return stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Done{Done: done}})
+}
+
+// decodeShare converts a Setup's share from the coordinator and checks it
+// whole (plan.Share.Check): a malformed one is refused with
+// InvalidArgument, naming the agent and the field, before anything else.
+func (a *Agent) decodeShare(m *pb.Share) (plan.Share, error) {
+	share := wire.ShareFromProto(m)
+	if err := share.Check(); err != nil {
+		return plan.Share{}, status.Errorf(codes.InvalidArgument, "agent %s: malformed share: %v", a.cfg.Name, err)
+	}
+	return share, nil
+}
+
+// newEngine builds the engine of a checked share: its caps, then the
+// engine, which resolves the target and checks it against the allowlist;
+// nothing is sent to the target. Errors: gRPC status errors,
+// PermissionDenied for a share over a cap or outside the allowlist (logged),
+// InvalidArgument for a share the engine refuses.
+func (a *Agent) newEngine(ctx context.Context, share plan.Share, log *slog.Logger) (*engine.Engine, error) {
+	if err := a.checkCaps(share); err != nil {
+		log.Warn("share refused", "err", err)
+		return nil, err
+	}
+	eng, err := engine.New(ctx, engine.Config{Share: share, Workers: a.cfg.CPUs, Clock: a.cfg.Clock, Logger: log,
+		Allow: a.cfg.AllowTargets, LookupHost: a.lookupHost})
+	if err != nil {
+		var refused *allow.RefusedError
+		if errors.As(err, &refused) {
+			log.Warn("share refused: target outside the allowlist", "err", err)
+			return nil, status.Errorf(codes.PermissionDenied, "agent %s refuses the share: %v", a.cfg.Name, err)
+		}
+		return nil, status.Errorf(codes.InvalidArgument, "agent %s: share: %v", a.cfg.Name, err)
+	}
+	return eng, nil
+}
+
+// checkCaps refuses (PermissionDenied) a share above the agent's
+// --max-connections or --max-rate, naming the cap, the share's value and
+// the plan's total it is a part of.
+func (a *Agent) checkCaps(s plan.Share) error {
+	p := s.Plan
+	if limit := a.cfg.MaxConnections; limit > 0 {
+		asked, total, what := s.Connections, p.Connections, "connections"
+		if s.MaxConnections > asked {
+			asked, total, what = s.MaxConnections, p.MaxConnections, "max_connections"
+		}
+		if !p.OpenLoop() {
+			for i, t := range s.StageTargets {
+				if int(t) > asked && i < len(p.Stages) {
+					asked, total, what = int(t), int(p.StageTarget(i)), fmt.Sprintf("stages[%d] target", i)
+				}
+			}
+		}
+		if asked > limit {
+			return status.Errorf(codes.PermissionDenied,
+				"agent %s refuses the share: it asks %d connections (its part of the plan's %s %d over %d agents), above the agent's --max-connections %d",
+				a.cfg.Name, asked, what, total, s.Count, limit)
+		}
+	}
+	if limit := a.cfg.MaxRate; limit > 0 {
+		if !p.OpenLoop() {
+			return status.Errorf(codes.PermissionDenied,
+				"agent %s refuses the share: its --max-rate is %d requests/s and a closed-loop share has no rate bound: run open loop (-R, rate) at most %d requests/s per agent",
+				a.cfg.Name, limit, limit)
+		}
+		asked, total, what := s.Rate, p.Rate, "rate"
+		for i, t := range s.StageTargets {
+			if t > asked && i < len(p.Stages) {
+				asked, total, what = t, p.StageTarget(i), fmt.Sprintf("stages[%d] rate", i)
+			}
+		}
+		if asked > limit {
+			return status.Errorf(codes.PermissionDenied,
+				"agent %s refuses the share: it asks %d requests/s (its part of the plan's %s %d over %d agents), above the agent's --max-rate %d",
+				a.cfg.Name, asked, what, total, s.Count, limit)
+		}
+	}
+	return nil
 }
 
 // cpuTime returns the process's user+system CPU time.

@@ -63,10 +63,14 @@ func (c *Coordinator) releaseAgents(agents []*pb.NodeMeta) {
 }
 
 // prepare connects to every agent, syncs its clock, sends its share and
-// waits for its Ready, all agents in parallel, bounded by PrepareTimeout: the
-// barrier before the start. A StopRun meanwhile abandons the preparation at
-// once (Canceled). Errors: gRPC status errors (DeadlineExceeded when the
-// agents were not ready in time).
+// waits for its Accepted; only when every agent has accepted (none refused
+// its share: a target outside its allowlist, a cap, a bad share) does it
+// send each Connect and wait for its Ready, so a refused share means no
+// agent of the run sent the target anything. Both phases run all agents in
+// parallel, bounded together by PrepareTimeout: the barrier before the
+// start. A StopRun meanwhile abandons the preparation at once (Canceled).
+// Errors: gRPC status errors (PermissionDenied from an agent that refused
+// its share, DeadlineExceeded when the agents were not ready in time).
 func (rn *run) prepare() error {
 	c := rn.c
 	prepCtx, prepCancel := context.WithTimeout(rn.ctx, c.cfg.PrepareTimeout)
@@ -83,29 +87,34 @@ func (rn *run) prepare() error {
 		case <-prepared:
 		}
 	}()
-	errs := make([]error, len(rn.agents))
-	var wg sync.WaitGroup
-	for i, r := range rn.agents {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = rn.prepareAgent(prepCtx, r)
-		}()
+	err := rn.eachAgent(prepCtx, rn.acceptAgent)
+	if err == nil {
+		err = rn.eachAgent(prepCtx, rn.connectAgent)
 	}
-	wg.Wait()
 	close(prepared)
 	<-watcher
 	if rn.active.stopRequested() {
 		rn.log.Info("run stopped before its start")
 		return rn.stoppedBeforeStart()
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		if prepCtx.Err() != nil && rn.ctx.Err() == nil {
 			return status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
 		}
 		return toStatus(err)
 	}
 	return nil
+}
+
+// eachAgent runs f for every agent in parallel and joins their errors.
+func (rn *run) eachAgent(ctx context.Context, f func(context.Context, *agentRun) error) error {
+	errs := make([]error, len(rn.agents))
+	var wg sync.WaitGroup
+	for i, r := range rn.agents {
+		wg.Go(func() { errs[i] = f(ctx, r) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // stoppedBeforeStart is the error of a run stopped while its agents
@@ -138,10 +147,10 @@ func (rn *run) start() error {
 	return nil
 }
 
-// prepareAgent connects to one agent, estimates its clock offset, sends its
-// share and waits for Ready. The stream lives on rn.ctx (the run); the
+// acceptAgent connects to one agent, estimates its clock offset, sends its
+// share and waits for Accepted. The stream lives on rn.ctx (the run); the
 // waits are bounded by prepCtx.
-func (rn *run) prepareAgent(prepCtx context.Context, r *agentRun) error {
+func (rn *run) acceptAgent(prepCtx context.Context, r *agentRun) error {
 	c := rn.c
 	name := r.meta.GetName()
 	conn, err := grpc.NewClient(r.meta.GetGrpcAddr(),
@@ -163,39 +172,70 @@ func (rn *run) prepareAgent(prepCtx context.Context, r *agentRun) error {
 	if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Setup{Setup: wire.ShareToProto(r.share)}}); err != nil {
 		return fmt.Errorf("agent %s: send share: %w", name, err)
 	}
+	msg, err := rn.recvPrepare(prepCtx, r, "share not accepted")
+	if err != nil {
+		return err
+	}
+	if msg.GetAccepted() == nil {
+		return fmt.Errorf("agent %s: expected accepted, got %T", name, msg.GetMsg())
+	}
+	rn.log.Debug("share accepted", "agent", name, "dial_addr", msg.GetAccepted().GetDialAddr())
+	return nil
+}
+
+// connectAgent tells one agent that accepted its share to open its
+// connections, and waits for its Ready.
+func (rn *run) connectAgent(prepCtx context.Context, r *agentRun) error {
+	name := r.meta.GetName()
+	if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Connect{Connect: &pb.Connect{}}}); err != nil {
+		return fmt.Errorf("agent %s: send connect: %w", name, err)
+	}
+	msg, err := rn.recvPrepare(prepCtx, r, "not ready")
+	if err != nil {
+		return err
+	}
+	if r.ready = msg.GetReady(); r.ready == nil {
+		return fmt.Errorf("agent %s: expected ready, got %T", name, msg.GetMsg())
+	}
+	if r.ready.GetUsableCpus() > 0 {
+		r.cpus = r.ready.GetUsableCpus()
+	}
+	return nil
+}
+
+// recvPrepare receives agent r's next message during the preparation,
+// bounded by prepCtx (waiting says for what, in the error). An error the
+// agent ended its stream with keeps its code when it is the share's fault
+// (InvalidArgument, FailedPrecondition, PermissionDenied).
+func (rn *run) recvPrepare(prepCtx context.Context, r *agentRun, waiting string) (*pb.RunResponse, error) {
+	name := r.meta.GetName()
 	type recv struct {
 		msg *pb.RunResponse
 		err error
 	}
 	ch := make(chan recv, 1)
-	rn.spawn(func() { // ends with the stream: at the Ready, or when the run ends
+	rn.spawn(func() { // ends with the stream: at the message, or when the run ends
 		msg, err := r.stream.Recv()
 		ch <- recv{msg, err}
 	})
 	select {
 	case <-prepCtx.Done():
-		return fmt.Errorf("agent %s: not ready: %w", name, prepCtx.Err())
+		return nil, fmt.Errorf("agent %s: %s: %w", name, waiting, prepCtx.Err())
 	case rv := <-ch:
-		if rv.err != nil {
-			st := status.Convert(rv.err)
-			switch st.Code() {
-			case codes.InvalidArgument, codes.FailedPrecondition:
-				return status.Error(st.Code(), st.Message())
-			case codes.Unavailable:
-				// The agent could not reach the target (its message names
-				// the agent and the cause), or the agent itself vanished.
-				return status.Error(codes.FailedPrecondition, st.Message())
-			}
-			return status.Errorf(codes.Aborted, "agent %s: %s", name, st.Message())
+		if rv.err == nil {
+			return rv.msg, nil
 		}
-		if r.ready = rv.msg.GetReady(); r.ready == nil {
-			return fmt.Errorf("agent %s: expected ready, got %T", name, rv.msg.GetMsg())
+		st := status.Convert(rv.err)
+		switch st.Code() {
+		case codes.InvalidArgument, codes.FailedPrecondition, codes.PermissionDenied:
+			return nil, status.Error(st.Code(), st.Message())
+		case codes.Unavailable:
+			// The agent could not reach the target (its message names
+			// the agent and the cause), or the agent itself vanished.
+			return nil, status.Error(codes.FailedPrecondition, st.Message())
 		}
-		if r.ready.GetUsableCpus() > 0 {
-			r.cpus = r.ready.GetUsableCpus()
-		}
+		return nil, status.Errorf(codes.Aborted, "agent %s: %s", name, st.Message())
 	}
-	return nil
 }
 
 // measureClock estimates agent clock minus coordinator clock NTP-style:

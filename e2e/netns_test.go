@@ -199,7 +199,8 @@ func TestNetnsCluster(t *testing.T) {
 		agentNames = append(agentNames, name)
 		daemons = append(daemons, n.start(t, h, name, true, binAgent,
 			"--grpc-addr", h.ip+":7070", "--gossip-addr", h.ip+":7946",
-			"--join", n.coord.ip+":7946", "--name", name, "--local"))
+			"--join", n.coord.ip+":7946", "--name", name, "--local",
+			"--allow-targets", "198.18.0.0/24"))
 	}
 	n.waitAgentsIdle(t, binCtl, coordAddr, agentNames, daemons)
 	t.Logf("cluster ready %v after start (topology %s-*; host: %s)", time.Since(began).Round(time.Millisecond), n.prefix, netnsHostLoad())

@@ -383,16 +383,16 @@ func startProcCoordinator(t testing.TB) *procCluster {
 	}
 }
 
-// addAgent starts an agent process named name that joins c, and returns
-// once the coordinator lists it as idle.
-func (c *procCluster) addAgent(t testing.TB, name string) *proc {
+// addAgent starts an agent process named name that joins c, with extra
+// flags args, and returns once the coordinator lists it as idle.
+func (c *procCluster) addAgent(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	bin := procBinary(t, "agent")
 	for attempt := 1; ; attempt++ {
 		ports := freePorts(t, 2)
-		a := startProc(t, name, true, procEnv(), bin,
+		a := startProc(t, name, true, procEnv(), bin, append([]string{
 			"--grpc-addr", loopback(ports[0]), "--gossip-addr", loopback(ports[1]),
-			"--join", c.gossipAddr, "--name", name, "--local")
+			"--join", c.gossipAddr, "--name", name, "--local"}, args...)...)
 		err := waitUntil(procReadyTimeout, a, func(ctx context.Context) error {
 			return c.agentsIdle(ctx, name)
 		})

@@ -99,30 +99,56 @@ func (r *procReport) errorTotal() int64 {
 	return n
 }
 
-// TestProcNginxCountsMatchAccessLog runs the built coordinator, two agents
-// and coordctl as processes against a real NGINX, and checks the report
+// TestProcNginxCountsMatchAccessLog runs the built coordinator, agents and
+// coordctl as processes against a real NGINX, and checks the report
 // against NGINX's access log: every request the report counts as completed
 // or in flight (drained after the window) is one logged request, exactly.
+// The two agents that run it admit only NGINX's address and port
+// (--allow-targets); a first run that includes a third agent, whose
+// allowlist is elsewhere, is refused at prepare and NGINX logs nothing.
 func TestProcNginxCountsMatchAccessLog(t *testing.T) {
 	ngx := nginxtest.Start(t, nginxtest.Options{})
-	c := startProcCluster(t, 2)
+	c := startProcCoordinator(t)
+	allowNginx := ngx.Addr()
+	c.addAgent(t, "proc-agent-1", "--allow-targets", allowNginx)
+	c.addAgent(t, "proc-agent-2", "--allow-targets", allowNginx)
+	c.addAgent(t, "proc-agent-3", "--allow-targets", "198.18.0.0/15,*.lab.example:443")
 
-	// coordctl agents lists both, idle.
+	// coordctl agents lists them, idle, with their allowlists.
 	out, errOut, code := runCoordctl(t, 10*time.Second, procEnv(), "--coordinator", c.grpcAddr, "agents")
 	if code != 0 {
 		t.Fatalf("coordctl agents: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, a := range c.agents {
-		if !regexpLine(out, `^`+a.name+`\s+127\.0\.0\.1:\d+\s+\d+\s+idle\s`) {
-			t.Errorf("coordctl agents does not list %s as idle:\n%s", a.name, out)
+	for i, a := range c.agents {
+		allowed := regexp.QuoteMeta(allowNginx)
+		if i == 2 {
+			allowed = regexp.QuoteMeta("198.18.0.0/15,*.lab.example:443")
+		}
+		if !regexpLine(out, `^`+a.name+`\s+127\.0\.0\.1:\d+\s+\d+\s+idle\s+\S+\s+-\s+-\s+`+allowed+`$`) {
+			t.Errorf("coordctl agents does not list %s as idle, without caps, with its allowlist:\n%s", a.name, out)
 		}
 	}
+
+	// All three agents: proc-agent-3 refuses its share, so nobody sends.
+	out, errOut, code = runCoordctl(t, 30*time.Second, procEnv(),
+		"--coordinator", c.grpcAddr, "run", "-c", "9", "-d", "3s", "--cacert", ngx.CAFile(), ngx.URL())
+	wantRefusal := "agent proc-agent-3 refuses the share: target " + ngx.Addr() + " is outside the allowlist 198.18.0.0/15,*.lab.example:443"
+	if code != 1 || !strings.Contains(errOut, wantRefusal) {
+		t.Errorf("coordctl run with an agent that refuses the target: exit %d, want 1 and %q\nstdout:\n%s\nstderr:\n%s", code, wantRefusal, out, errOut)
+	}
+	if !strings.Contains(c.agents[2].Stderr(), "share refused: target outside the allowlist") {
+		t.Errorf("proc-agent-3 did not log the refusal:\n%s", c.agents[2].Stderr())
+	}
+	if lines, err := ngx.AccessLog(); err != nil || len(lines) != 0 {
+		t.Fatalf("a refused run reached NGINX: %d access log lines (%v)", len(lines), err)
+	}
+	c.waitIdle(t)
 
 	jsonFile := filepath.Join(t.TempDir(), "report.json")
 	const conns, window = 8, 3 * time.Second
 	began := time.Now()
 	out, errOut, code = runCoordctl(t, 30*time.Second, procEnv(),
-		"--coordinator", c.grpcAddr, "run", "-c", "8", "-d", "3s", "--cacert", ngx.CAFile(), "--json", jsonFile, ngx.URL())
+		"--coordinator", c.grpcAddr, "run", "--agents", "2", "-c", "8", "-d", "3s", "--cacert", ngx.CAFile(), "--json", jsonFile, ngx.URL())
 	took := time.Since(began)
 	if code != 0 {
 		t.Fatalf("coordctl run: exit %d after %v\nstdout:\n%s\nstderr:\n%s", code, took, out, errOut)

@@ -40,7 +40,8 @@ func TestProcVersion(t *testing.T) {
 	if row == "" {
 		t.Fatalf("coordctl agents lists no proc-agent-1:\n%s", stdout)
 	}
-	if f := strings.Fields(row); f[len(f)-1] != procVersion {
-		t.Errorf("coordctl agents row %q: version column %q, want %q", row, f[len(f)-1], procVersion)
+	// NAME ADDRESS CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS
+	if f := strings.Fields(row); len(f) != 8 || f[4] != procVersion {
+		t.Errorf("coordctl agents row %q: want 8 columns, the fifth (VERSION) %q", row, procVersion)
 	}
 }

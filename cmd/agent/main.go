@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/phalanxload/phalanx/agent"
+	"github.com/phalanxload/phalanx/internal/allow"
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/cpuset"
 	"github.com/phalanxload/phalanx/internal/daemon"
@@ -39,6 +40,7 @@ func newCommand() *cobra.Command {
 		local     bool
 		logLevel  string
 		pprofAddr string
+		allowSpec string
 	)
 	cmd := &cobra.Command{
 		Use:           "agent",
@@ -51,6 +53,15 @@ func newCommand() *cobra.Command {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
 				return err
+			}
+			if cfg.AllowTargets, err = allow.Parse(allowSpec); err != nil {
+				return fmt.Errorf("--allow-targets: %w", err)
+			}
+			if cfg.MaxConnections < 0 {
+				return fmt.Errorf("--max-connections %d: want 0 (no cap) or more", cfg.MaxConnections)
+			}
+			if cfg.MaxRate < 0 {
+				return fmt.Errorf("--max-rate %d: want 0 (no cap) or more requests/s", cfg.MaxRate)
 			}
 			if cpus != "" {
 				set, err := cpuset.Parse(cpus)
@@ -124,6 +135,9 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&allowSpec, "allow-targets", cfg.AllowTargets.String(), "targets this agent may load, comma-separated: CIDRs (198.18.0.0/15), addresses (127.0.0.1, [::1]:8443), host names (host.example:443) and domain wildcards (*.lab.example); checked on the address dialled, after resolution, before any packet (README, Allowlists and caps)")
+	f.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "refuse a share that would open more connections on this agent (0: no cap)")
+	f.Int64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "refuse a share above this rate on this agent, requests/s, and any closed-loop share (0: no cap)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd
 }

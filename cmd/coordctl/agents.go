@@ -15,7 +15,7 @@ import (
 func newAgentsCmd(coordAddr *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "agents",
-		Short: "List the live agents (name, gRPC address, CPUs, state)",
+		Short: "List the live agents (name, gRPC address, CPUs, state, version, caps, target allowlist)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client, closeConn, err := dial(*coordAddr)
@@ -30,10 +30,11 @@ func newAgentsCmd(coordAddr *string) *cobra.Command {
 				return &prefixedError{"coordinator " + *coordAddr + " unreachable", err}
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tADDRESS\tCPUS\tSTATE\tVERSION")
+			fmt.Fprintln(w, "NAME\tADDRESS\tCPUS\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")
 			for _, a := range resp.GetAgents() {
 				state := strings.ToLower(strings.TrimPrefix(a.GetState().String(), "AGENT_STATE_"))
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), a.GetCpus(), state, a.GetVersion())
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), a.GetCpus(), state, a.GetVersion(),
+					capText(a.GetMaxConnections()), capText(a.GetMaxRate()), allowText(a))
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -44,4 +45,29 @@ func newAgentsCmd(coordAddr *string) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// capText renders a cap, "-" for none.
+func capText(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// allowText renders an agent's allowlist as its meta carries it: cut to
+// fit memberlist's meta, with how many entries were left off (the agent
+// logs the whole list at start).
+func allowText(a *pb.NodeMeta) string {
+	s := a.GetAllowTargets()
+	if s == "" && a.GetAllowTargetsOmitted() == 0 {
+		return "?" // an agent that does not gossip its allowlist
+	}
+	switch n := a.GetAllowTargetsOmitted(); {
+	case n > 0 && s == "":
+		return fmt.Sprintf("(%d entries: see the agent's log)", n)
+	case n > 0:
+		s += fmt.Sprintf(" (+%d more entries: see the agent's log)", n)
+	}
+	return s
 }

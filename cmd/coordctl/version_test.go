@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phalanxload/phalanx/internal/allow"
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
@@ -17,8 +18,8 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
-// TestAgentsShowVersion: coordctl agents shows the version each agent
-// advertises in its node meta.
+// TestAgentsShowVersion: coordctl agents shows the version, caps and
+// allowlist each agent advertises in its node meta.
 func TestAgentsShowVersion(t *testing.T) {
 	env := newTestEnv(t, 1)
 	code, stdout, stderr := runCLI("--coordinator", env.coord, "agents")
@@ -26,11 +27,11 @@ func TestAgentsShowVersion(t *testing.T) {
 		t.Fatalf("agents: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 2 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "VERSION") {
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS" {
 		t.Fatalf("agents output:\n%s", stdout)
 	}
 	f := strings.Fields(lines[1])
-	if f[0] != "agent-1" || f[len(f)-1] != version.Version {
-		t.Errorf("agents row %q: want agent-1 with version %q", lines[1], version.Version)
+	if len(f) != 8 || f[0] != "agent-1" || f[4] != version.Version || f[5] != "-" || f[6] != "-" || f[7] != allow.DefaultSpec {
+		t.Errorf("agents row %q: want agent-1 with version %q, no caps, allowlist %s", lines[1], version.Version, allow.DefaultSpec)
 	}
 }

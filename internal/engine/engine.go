@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/allow"
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
@@ -38,6 +42,19 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives connection-level diagnostics. Default slog.Default().
 	Logger *slog.Logger
+	// Allow, when not nil, is the agent's target allowlist: New refuses a
+	// share it does not admit, before any packet goes to the target, with
+	// an *allow.RefusedError. Checked: the plan's resolver (before it is
+	// asked anything) and the address every connection will dial, as
+	// resolved (--connect-to's, else the URL's host; a mix's URLs share
+	// the URL's host and port, plan.Check). That address is resolved once
+	// and pinned: every connection and reconnection of the run dials it,
+	// none resolves again. Nil checks nothing (tests, benchmarks); the
+	// agent always sets it.
+	Allow *allow.List
+	// LookupHost resolves a host name to addresses, for tests. Default
+	// (nil): the plan's resolver, else the system's.
+	LookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // Engine runs one share. It is used once: Prepare, then Run, then Close.
@@ -140,6 +157,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if (p.Requests > 0) != (cfg.Share.Requests > 0) || cfg.Share.Requests > p.Requests {
 		return nil, fmt.Errorf("share has %d of the plan's %d requests: count mode needs a positive part", cfg.Share.Requests, p.Requests)
 	}
+	if len(cfg.Share.StageTargets) != len(p.Stages) {
+		return nil, fmt.Errorf("share has %d stage targets for the plan's %d stages", len(cfg.Share.StageTargets), len(p.Stages))
+	}
+	for i, t := range cfg.Share.StageTargets {
+		if t < 0 || t > p.StageTarget(i) {
+			return nil, fmt.Errorf("share's stage %d target %d: want 0 to the plan's %d", i, t, p.StageTarget(i))
+		}
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -157,10 +182,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.entries, e.sched, err = buildEntries(p, parsed.Entries); err != nil {
 		return nil, err
 	}
-	if err := checkFileLimit(cfg.Share.Connections); err != nil {
-		return nil, err
-	}
-	if e.addr, err = resolve(ctx, p, t); err != nil {
+	if e.addr, err = resolve(ctx, p, t, cfg.Allow, cfg.LookupHost); err != nil {
 		return nil, err
 	}
 	var base *tls.Config
@@ -176,6 +198,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		for _, t := range cfg.Share.StageTargets {
 			slots = max(slots, int(t))
 		}
+	}
+	// Every slot, and in open loop every connection growth may add, needs
+	// a descriptor: refuse before allocating slots for them.
+	if err := checkFileLimit(max(slots, cfg.Share.MaxConnections)); err != nil {
+		return nil, err
 	}
 	for i := range cfg.Workers {
 		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
@@ -211,6 +238,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Addr returns the address every connection dials, host:port, as
+// resolved (and admitted by Config.Allow) in New.
+func (e *Engine) Addr() string { return e.addr }
 
 // giveBack returns an open-loop ticket that worker w took but did not send
 // because the window was ended (or the engine stopped) while it waited for
@@ -262,29 +293,96 @@ func (e *Engine) wait(timer *time.Timer, d time.Duration) bool {
 }
 
 // resolve returns the address every connection dials: connect-to's, or the
-// URL's host, resolved once (with the plan's resolver if set).
-func resolve(ctx context.Context, p plan.Plan, t plan.Target) (string, error) {
+// URL's host, resolved once (with the plan's resolver if set, or lookup),
+// and admitted by list when list is not nil: the first resolved address it
+// admits. The plan's resolver is checked against list before it is asked.
+func resolve(ctx context.Context, p plan.Plan, t plan.Target, list *allow.List, lookup func(context.Context, string) ([]string, error)) (string, error) {
 	host, port := t.Host, t.Port
 	if p.ConnectTo != "" {
 		host, port, _ = net.SplitHostPort(p.ConnectTo)
 	}
-	if net.ParseIP(host) != nil {
-		return net.JoinHostPort(host, port), nil
-	}
-	r := net.DefaultResolver
-	if p.Resolver != "" {
-		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, p.Resolver)
-		}}
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	addrs, err := r.LookupHost(ctx, host)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", host, err)
+	if lookup == nil {
+		r := net.DefaultResolver
+		if p.Resolver != "" {
+			server, err := resolveResolver(ctx, p.Resolver, list)
+			if err != nil {
+				return "", err
+			}
+			r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, server)
+			}}
+		}
+		lookup = r.LookupHost
 	}
-	return net.JoinHostPort(addrs[0], port), nil
+	addrs := []string{host}
+	if net.ParseIP(host) == nil {
+		var err error
+		if addrs, err = lookup(ctx, host); err != nil {
+			return "", fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return "", fmt.Errorf("resolve %s: no address", host)
+		}
+	}
+	addr, err := admit(list, host, port, addrs)
+	if err != nil && p.ConnectTo != "" {
+		return "", fmt.Errorf("connect_to %s: %w", p.ConnectTo, err)
+	}
+	return addr, err
+}
+
+// resolveResolver returns the plan's DNS server as an address list
+// admits: its host resolved by the system resolver when it is a name.
+func resolveResolver(ctx context.Context, hostPort string, list *allow.List) (string, error) {
+	host, port, _ := net.SplitHostPort(hostPort)
+	addrs := []string{host}
+	if net.ParseIP(host) == nil {
+		var err error
+		if addrs, err = net.DefaultResolver.LookupHost(ctx, host); err != nil {
+			return "", fmt.Errorf("resolve the resolver %s: %w", host, err)
+		}
+	}
+	addr, err := admit(list, host, port, addrs)
+	if err != nil {
+		return "", fmt.Errorf("resolver: %w", err)
+	}
+	return addr, nil
+}
+
+// admit returns the first of addrs (resolved from host) that list admits
+// with port, as host:port; with a nil list, the first. Errors: the
+// refusal of the first address, naming every address when there were
+// several.
+func admit(list *allow.List, host, port string, addrs []string) (string, error) {
+	if list == nil {
+		return net.JoinHostPort(addrs[0], port), nil
+	}
+	pn, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", fmt.Errorf("port %q: %w", port, err)
+	}
+	var first error
+	for _, a := range addrs {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: address %q: %w", host, a, err)
+		}
+		ap := netip.AddrPortFrom(ip.WithZone(""), uint16(pn))
+		err = list.Check(host, ap)
+		if err == nil {
+			return ap.String(), nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(addrs) > 1 {
+		return "", fmt.Errorf("%w (%s resolved to %s, none admitted)", first, host, strings.Join(addrs, ", "))
+	}
+	return "", first
 }
 
 // checkFileLimit makes sure the process may open a descriptor per

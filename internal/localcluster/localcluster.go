@@ -52,6 +52,9 @@ type Options struct {
 	// KeyDir is the directory of the members' key files; required with
 	// GossipKeys.
 	KeyDir string
+	// Agent, when not nil, edits agent i's configuration (0-based; its
+	// allowlist, caps) before it starts.
+	Agent func(i int, cfg *agent.Config)
 }
 
 // KeyFile returns the key file of the member named name, as StartWith
@@ -106,6 +109,9 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 		if i < len(o.ClockShift) && o.ClockShift[i] != 0 {
 			shift := o.ClockShift[i]
 			cfg.Clock = func() time.Time { return time.Now().Add(shift) }
+		}
+		if o.Agent != nil {
+			o.Agent(i, &cfg)
 		}
 		a, err := agent.New(cfg)
 		if err != nil {

@@ -215,6 +215,7 @@ type RunRequest struct {
 	//	*RunRequest_Setup
 	//	*RunRequest_Start
 	//	*RunRequest_Stop
+	//	*RunRequest_Connect
 	Msg           isRunRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -284,6 +285,15 @@ func (x *RunRequest) GetStop() *Stop {
 	return nil
 }
 
+func (x *RunRequest) GetConnect() *Connect {
+	if x != nil {
+		if x, ok := x.Msg.(*RunRequest_Connect); ok {
+			return x.Connect
+		}
+	}
+	return nil
+}
+
 type isRunRequest_Msg interface {
 	isRunRequest_Msg()
 }
@@ -301,11 +311,55 @@ type RunRequest_Stop struct {
 	Stop *Stop `protobuf:"bytes,3,opt,name=stop,proto3,oneof"`
 }
 
+type RunRequest_Connect struct {
+	// connect opens the share's connections; valid only after the agent
+	// answered accepted, and sent only once every agent of the run has.
+	Connect *Connect `protobuf:"bytes,4,opt,name=connect,proto3,oneof"`
+}
+
 func (*RunRequest_Setup) isRunRequest_Msg() {}
 
 func (*RunRequest_Start) isRunRequest_Msg() {}
 
 func (*RunRequest_Stop) isRunRequest_Msg() {}
+
+func (*RunRequest_Connect) isRunRequest_Msg() {}
+
+type Connect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Connect) Reset() {
+	*x = Connect{}
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Connect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Connect) ProtoMessage() {}
+
+func (x *Connect) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Connect.ProtoReflect.Descriptor instead.
+func (*Connect) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
+}
 
 // Start tells the agent when to start sending, in the agent's own clock.
 type Start struct {
@@ -317,7 +371,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +383,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[5]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +396,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Start) GetStartAtUnixNano() int64 {
@@ -370,7 +424,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +436,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[6]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +449,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 // RunResponse is an agent-to-coordinator message on the Run stream.
@@ -406,6 +460,7 @@ type RunResponse struct {
 	//	*RunResponse_Ready
 	//	*RunResponse_Interval
 	//	*RunResponse_Done
+	//	*RunResponse_Accepted
 	Msg           isRunResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -413,7 +468,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +480,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[7]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +493,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunResponse) GetMsg() isRunResponse_Msg {
@@ -475,6 +530,15 @@ func (x *RunResponse) GetDone() *Done {
 	return nil
 }
 
+func (x *RunResponse) GetAccepted() *Accepted {
+	if x != nil {
+		if x, ok := x.Msg.(*RunResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
 type isRunResponse_Msg interface {
 	isRunResponse_Msg()
 }
@@ -491,11 +555,65 @@ type RunResponse_Done struct {
 	Done *Done `protobuf:"bytes,3,opt,name=done,proto3,oneof"`
 }
 
+type RunResponse_Accepted struct {
+	// accepted answers setup: the share passed the agent's checks and
+	// nothing was sent to the target yet.
+	Accepted *Accepted `protobuf:"bytes,4,opt,name=accepted,proto3,oneof"`
+}
+
 func (*RunResponse_Ready) isRunResponse_Msg() {}
 
 func (*RunResponse_Interval) isRunResponse_Msg() {}
 
 func (*RunResponse_Done) isRunResponse_Msg() {}
+
+func (*RunResponse_Accepted) isRunResponse_Msg() {}
+
+type Accepted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dial_addr is the address (host:port, resolved) every connection of the
+	// share will dial, admitted by the agent's allowlist.
+	DialAddr      string `protobuf:"bytes,1,opt,name=dial_addr,json=dialAddr,proto3" json:"dial_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Accepted) Reset() {
+	*x = Accepted{}
+	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Accepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Accepted) ProtoMessage() {}
+
+func (x *Accepted) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Accepted.ProtoReflect.Descriptor instead.
+func (*Accepted) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Accepted) GetDialAddr() string {
+	if x != nil {
+		return x.DialAddr
+	}
+	return ""
+}
 
 // Ready reports that the agent's connections are open and handshaken.
 type Ready struct {
@@ -514,7 +632,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +644,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[8]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +657,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Ready) GetConnections() int64 {
@@ -591,7 +709,7 @@ type Interval struct {
 
 func (x *Interval) Reset() {
 	*x = Interval{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +721,7 @@ func (x *Interval) String() string {
 func (*Interval) ProtoMessage() {}
 
 func (x *Interval) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[9]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +734,7 @@ func (x *Interval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interval.ProtoReflect.Descriptor instead.
 func (*Interval) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Interval) GetIndex() int32 {
@@ -695,7 +813,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +825,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_agent_proto_msgTypes[10]
+	mi := &file_phalanx_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +838,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Done) GetFirstSendUnixNano() int64 {
@@ -792,21 +910,26 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\"\x0e\n" +
 	"\fClockRequest\"3\n" +
 	"\rClockResponse\x12\"\n" +
-	"\rnow_unix_nano\x18\x01 \x01(\x03R\vnowUnixNano\"\x91\x01\n" +
+	"\rnow_unix_nano\x18\x01 \x01(\x03R\vnowUnixNano\"\xc2\x01\n" +
 	"\n" +
 	"RunRequest\x12)\n" +
 	"\x05setup\x18\x01 \x01(\v2\x11.phalanx.v1.ShareH\x00R\x05setup\x12)\n" +
 	"\x05start\x18\x02 \x01(\v2\x11.phalanx.v1.StartH\x00R\x05start\x12&\n" +
-	"\x04stop\x18\x03 \x01(\v2\x10.phalanx.v1.StopH\x00R\x04stopB\x05\n" +
-	"\x03msg\"4\n" +
+	"\x04stop\x18\x03 \x01(\v2\x10.phalanx.v1.StopH\x00R\x04stop\x12/\n" +
+	"\aconnect\x18\x04 \x01(\v2\x13.phalanx.v1.ConnectH\x00R\aconnectB\x05\n" +
+	"\x03msg\"\t\n" +
+	"\aConnect\"4\n" +
 	"\x05Start\x12+\n" +
 	"\x12start_at_unix_nano\x18\x01 \x01(\x03R\x0fstartAtUnixNano\"\x06\n" +
-	"\x04Stop\"\x9b\x01\n" +
+	"\x04Stop\"\xcf\x01\n" +
 	"\vRunResponse\x12)\n" +
 	"\x05ready\x18\x01 \x01(\v2\x11.phalanx.v1.ReadyH\x00R\x05ready\x122\n" +
 	"\binterval\x18\x02 \x01(\v2\x14.phalanx.v1.IntervalH\x00R\binterval\x12&\n" +
-	"\x04done\x18\x03 \x01(\v2\x10.phalanx.v1.DoneH\x00R\x04doneB\x05\n" +
-	"\x03msg\"\xd7\x01\n" +
+	"\x04done\x18\x03 \x01(\v2\x10.phalanx.v1.DoneH\x00R\x04done\x122\n" +
+	"\baccepted\x18\x04 \x01(\v2\x14.phalanx.v1.AcceptedH\x00R\bacceptedB\x05\n" +
+	"\x03msg\"'\n" +
+	"\bAccepted\x12\x1b\n" +
+	"\tdial_addr\x18\x01 \x01(\tR\bdialAddr\"\xd7\x01\n" +
 	"\x05Ready\x12 \n" +
 	"\vconnections\x18\x01 \x01(\x03R\vconnections\x12\x1f\n" +
 	"\vusable_cpus\x18\x02 \x01(\x05R\n" +
@@ -852,50 +975,54 @@ func file_phalanx_v1_agent_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_agent_proto_rawDescData
 }
 
-var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_phalanx_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_phalanx_v1_agent_proto_goTypes = []any{
 	(*AgentServiceKeyringRequest)(nil),  // 0: phalanx.v1.AgentServiceKeyringRequest
 	(*AgentServiceKeyringResponse)(nil), // 1: phalanx.v1.AgentServiceKeyringResponse
 	(*ClockRequest)(nil),                // 2: phalanx.v1.ClockRequest
 	(*ClockResponse)(nil),               // 3: phalanx.v1.ClockResponse
 	(*RunRequest)(nil),                  // 4: phalanx.v1.RunRequest
-	(*Start)(nil),                       // 5: phalanx.v1.Start
-	(*Stop)(nil),                        // 6: phalanx.v1.Stop
-	(*RunResponse)(nil),                 // 7: phalanx.v1.RunResponse
-	(*Ready)(nil),                       // 8: phalanx.v1.Ready
-	(*Interval)(nil),                    // 9: phalanx.v1.Interval
-	(*Done)(nil),                        // 10: phalanx.v1.Done
-	nil,                                 // 11: phalanx.v1.Ready.ErrorsEntry
-	(KeyringOp)(0),                      // 12: phalanx.v1.KeyringOp
-	(*Share)(nil),                       // 13: phalanx.v1.Share
-	(*Histograms)(nil),                  // 14: phalanx.v1.Histograms
-	(*Counters)(nil),                    // 15: phalanx.v1.Counters
-	(*durationpb.Duration)(nil),         // 16: google.protobuf.Duration
+	(*Connect)(nil),                     // 5: phalanx.v1.Connect
+	(*Start)(nil),                       // 6: phalanx.v1.Start
+	(*Stop)(nil),                        // 7: phalanx.v1.Stop
+	(*RunResponse)(nil),                 // 8: phalanx.v1.RunResponse
+	(*Accepted)(nil),                    // 9: phalanx.v1.Accepted
+	(*Ready)(nil),                       // 10: phalanx.v1.Ready
+	(*Interval)(nil),                    // 11: phalanx.v1.Interval
+	(*Done)(nil),                        // 12: phalanx.v1.Done
+	nil,                                 // 13: phalanx.v1.Ready.ErrorsEntry
+	(KeyringOp)(0),                      // 14: phalanx.v1.KeyringOp
+	(*Share)(nil),                       // 15: phalanx.v1.Share
+	(*Histograms)(nil),                  // 16: phalanx.v1.Histograms
+	(*Counters)(nil),                    // 17: phalanx.v1.Counters
+	(*durationpb.Duration)(nil),         // 18: google.protobuf.Duration
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
-	12, // 0: phalanx.v1.AgentServiceKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
-	13, // 1: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
-	5,  // 2: phalanx.v1.RunRequest.start:type_name -> phalanx.v1.Start
-	6,  // 3: phalanx.v1.RunRequest.stop:type_name -> phalanx.v1.Stop
-	8,  // 4: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
-	9,  // 5: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
-	10, // 6: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
-	11, // 7: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
-	14, // 8: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
-	15, // 9: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
-	16, // 10: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	15, // 11: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	2,  // 12: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	4,  // 13: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	0,  // 14: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
-	3,  // 15: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	7,  // 16: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	1,  // 17: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 0: phalanx.v1.AgentServiceKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	15, // 1: phalanx.v1.RunRequest.setup:type_name -> phalanx.v1.Share
+	6,  // 2: phalanx.v1.RunRequest.start:type_name -> phalanx.v1.Start
+	7,  // 3: phalanx.v1.RunRequest.stop:type_name -> phalanx.v1.Stop
+	5,  // 4: phalanx.v1.RunRequest.connect:type_name -> phalanx.v1.Connect
+	10, // 5: phalanx.v1.RunResponse.ready:type_name -> phalanx.v1.Ready
+	11, // 6: phalanx.v1.RunResponse.interval:type_name -> phalanx.v1.Interval
+	12, // 7: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
+	9,  // 8: phalanx.v1.RunResponse.accepted:type_name -> phalanx.v1.Accepted
+	13, // 9: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
+	16, // 10: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
+	17, // 11: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
+	18, // 12: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
+	17, // 13: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	2,  // 14: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	4,  // 15: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	0,  // 16: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
+	3,  // 17: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	8,  // 18: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	1,  // 19: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
+	17, // [17:20] is the sub-list for method output_type
+	14, // [14:17] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }
@@ -910,11 +1037,13 @@ func file_phalanx_v1_agent_proto_init() {
 		(*RunRequest_Setup)(nil),
 		(*RunRequest_Start)(nil),
 		(*RunRequest_Stop)(nil),
+		(*RunRequest_Connect)(nil),
 	}
-	file_phalanx_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
+	file_phalanx_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*RunResponse_Ready)(nil),
 		(*RunResponse_Interval)(nil),
 		(*RunResponse_Done)(nil),
+		(*RunResponse_Accepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -922,7 +1051,7 @@ func file_phalanx_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_agent_proto_rawDesc), len(file_phalanx_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

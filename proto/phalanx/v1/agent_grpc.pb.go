@@ -32,8 +32,14 @@ const (
 type AgentServiceClient interface {
 	// Clock returns the agent's clock, for NTP-style offset estimation.
 	Clock(ctx context.Context, in *ClockRequest, opts ...grpc.CallOption) (*ClockResponse, error)
-	// Run executes one share. The coordinator sends a Setup, waits for Ready,
-	// then sends Start; the agent streams Interval messages and one Done. The
+	// Run executes one share. The coordinator sends a Setup; the agent checks
+	// the share (its plan, its caps, the target's resolved address against
+	// its allowlist) and answers Accepted, or ends the stream with an error
+	// (PERMISSION_DENIED for a target outside its allowlist or a share above
+	// its caps, INVALID_ARGUMENT for a malformed share) having sent nothing to
+	// the target. Once every agent of the run has accepted, the coordinator
+	// sends Connect; the agent opens its connections and answers Ready. The
+	// coordinator then sends Start; the agent streams Interval messages and one Done. The
 	// coordinator may send one Stop after Start to end the window early; the
 	// agent then still sends its last Interval messages and Done. The
 	// stream's end is the shutdown: if it ends or breaks, the agent stops load
@@ -98,8 +104,14 @@ func (c *agentServiceClient) Keyring(ctx context.Context, in *AgentServiceKeyrin
 type AgentServiceServer interface {
 	// Clock returns the agent's clock, for NTP-style offset estimation.
 	Clock(context.Context, *ClockRequest) (*ClockResponse, error)
-	// Run executes one share. The coordinator sends a Setup, waits for Ready,
-	// then sends Start; the agent streams Interval messages and one Done. The
+	// Run executes one share. The coordinator sends a Setup; the agent checks
+	// the share (its plan, its caps, the target's resolved address against
+	// its allowlist) and answers Accepted, or ends the stream with an error
+	// (PERMISSION_DENIED for a target outside its allowlist or a share above
+	// its caps, INVALID_ARGUMENT for a malformed share) having sent nothing to
+	// the target. Once every agent of the run has accepted, the coordinator
+	// sends Connect; the agent opens its connections and answers Ready. The
+	// coordinator then sends Start; the agent streams Interval messages and one Done. The
 	// coordinator may send one Stop after Start to end the window early; the
 	// agent then still sends its last Interval messages and Done. The
 	// stream's end is the shutdown: if it ends or breaks, the agent stops load

@@ -208,7 +208,19 @@ type NodeMeta struct {
 	// version is the Phalanx version.
 	Version string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
 	// state is the agent's state.
-	State         AgentState `protobuf:"varint,6,opt,name=state,proto3,enum=phalanx.v1.AgentState" json:"state,omitempty"`
+	State AgentState `protobuf:"varint,6,opt,name=state,proto3,enum=phalanx.v1.AgentState" json:"state,omitempty"`
+	// allow_targets is the agent's target allowlist (agent --allow-targets),
+	// canonical, comma-separated; cut at an entry boundary to keep the meta
+	// within memberlist's 512 bytes, with allow_targets_omitted entries left
+	// off (the agent logs the whole list at start).
+	AllowTargets        string `protobuf:"bytes,7,opt,name=allow_targets,json=allowTargets,proto3" json:"allow_targets,omitempty"`
+	AllowTargetsOmitted int32  `protobuf:"varint,8,opt,name=allow_targets_omitted,json=allowTargetsOmitted,proto3" json:"allow_targets_omitted,omitempty"`
+	// max_connections caps the connections of one share on this agent (agent
+	// --max-connections); 0: no cap.
+	MaxConnections int64 `protobuf:"varint,9,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	// max_rate caps one share's rate on this agent, requests/s (agent
+	// --max-rate); 0: no cap.
+	MaxRate       int64 `protobuf:"varint,10,opt,name=max_rate,json=maxRate,proto3" json:"max_rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,19 +297,52 @@ func (x *NodeMeta) GetState() AgentState {
 	return AgentState_AGENT_STATE_UNSPECIFIED
 }
 
+func (x *NodeMeta) GetAllowTargets() string {
+	if x != nil {
+		return x.AllowTargets
+	}
+	return ""
+}
+
+func (x *NodeMeta) GetAllowTargetsOmitted() int32 {
+	if x != nil {
+		return x.AllowTargetsOmitted
+	}
+	return 0
+}
+
+func (x *NodeMeta) GetMaxConnections() int64 {
+	if x != nil {
+		return x.MaxConnections
+	}
+	return 0
+}
+
+func (x *NodeMeta) GetMaxRate() int64 {
+	if x != nil {
+		return x.MaxRate
+	}
+	return 0
+}
+
 var File_phalanx_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/cluster.proto\x12\n" +
-	"phalanx.v1\"\xbd\x01\n" +
+	"phalanx.v1\"\xda\x02\n" +
 	"\bNodeMeta\x12$\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x10.phalanx.v1.RoleR\x04role\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x12\n" +
 	"\x04cpus\x18\x04 \x01(\x05R\x04cpus\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12,\n" +
-	"\x05state\x18\x06 \x01(\x0e2\x16.phalanx.v1.AgentStateR\x05state*B\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x16.phalanx.v1.AgentStateR\x05state\x12#\n" +
+	"\rallow_targets\x18\a \x01(\tR\fallowTargets\x122\n" +
+	"\x15allow_targets_omitted\x18\b \x01(\x05R\x13allowTargetsOmitted\x12'\n" +
+	"\x0fmax_connections\x18\t \x01(\x03R\x0emaxConnections\x12\x19\n" +
+	"\bmax_rate\x18\n" +
+	" \x01(\x03R\amaxRate*B\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
