@@ -22,7 +22,7 @@ type conn struct {
 	e     *Engine
 	w     *worker
 	j     int // index within the worker (stage targets activate slots in order)
-	pos   int // next position in e.sched
+	pos   int // next position in e.sched (outside count mode: countEntry)
 	timer *time.Timer
 
 	mu     sync.Mutex // guards nc, br and closed against stop()
@@ -230,9 +230,14 @@ func (c *conn) loop() {
 		if inWindow {
 			c.tally.issued.Add(1)
 		}
-		en := &e.entries[e.sched[c.pos]]
-		if c.pos++; c.pos == len(e.sched) {
-			c.pos = 0
+		var en *entry
+		if c.w.counting {
+			en = e.countEntry(c.w)
+		} else {
+			en = &e.entries[e.sched[c.pos]]
+			if c.pos++; c.pos == len(e.sched) {
+				c.pos = 0
+			}
 		}
 		o := c.do(t0, en)
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {

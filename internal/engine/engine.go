@@ -119,6 +119,11 @@ type worker struct {
 	budget   atomic.Int64 // requests left in count mode
 	counting bool
 	ended    *atomic.Bool // the engine's: set by EndWindow
+	// Count mode's mix positions: first is the global index (over the
+	// plan's agents and workers) of the worker's first request, seq the
+	// worker's requests picked so far (countEntry).
+	first int64
+	seq   atomic.Int64
 
 	// Pacing. open: the schedule is the worker's rate and connections
 	// take numbered tickets from it; closed: it is the worker's number of
@@ -192,6 +197,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	budgets := plan.Split(int(cfg.Share.Requests), cfg.Workers)
+	first := int64(0) // the share's first request in the whole count
+	for a := range cfg.Share.Index {
+		first += int64(plan.Part(int(p.Requests), cfg.Share.Count, a))
+	}
 	open := p.OpenLoop()
 	slots := cfg.Share.Connections
 	if !open {
@@ -207,6 +216,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	for i := range cfg.Workers {
 		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
 		w.budget.Store(int64(budgets[i]))
+		w.first = first
+		first += int64(budgets[i])
 		first := float64(plan.Part(cfg.Share.Connections, cfg.Workers, i))
 		if open {
 			first = float64(plan.Part(int(cfg.Share.Rate), cfg.Workers, i))
@@ -242,6 +253,17 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 // Addr returns the address every connection dials, host:port, as
 // resolved (and admitted by Config.Allow) in New.
 func (e *Engine) Addr() string { return e.addr }
+
+// countEntry returns, in count mode, the mix entry of worker w's next
+// request: the one at the request's global index in the mix's weighted
+// round-robin order (e.sched), so that the plan's N requests, summed over
+// agents and workers, hold each entry exactly as often as the order's first
+// N positions do (exact proportions when N is a multiple of the weights'
+// sum). Called once per request taken from the budget.
+func (e *Engine) countEntry(w *worker) *entry {
+	i := w.first + w.seq.Add(1) - 1
+	return &e.entries[e.sched[i%int64(len(e.sched))]]
+}
 
 // giveBack returns an open-loop ticket that worker w took but did not send
 // because the window was ended (or the engine stopped) while it waited for

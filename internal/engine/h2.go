@@ -49,7 +49,7 @@ type h2conn struct {
 	e   *Engine
 	w   *worker
 	j   int          // index within the worker
-	pos atomic.Int64 // next position in e.sched, shared by the slot's streams
+	pos atomic.Int64 // next position in e.sched, shared by the slot's streams (outside count mode: countEntry)
 
 	mu      sync.Mutex // guards cur, closed, dialing
 	cond    *sync.Cond
@@ -219,8 +219,13 @@ func (c *h2conn) streamLoop() {
 		if inWindow {
 			c.tally.issued.Add(1)
 		}
-		pos := c.pos.Add(1) - 1
-		en := &e.entries[e.sched[pos%int64(len(e.sched))]]
+		var en *entry
+		if c.w.counting {
+			en = e.countEntry(c.w)
+		} else {
+			pos := c.pos.Add(1) - 1
+			en = &e.entries[e.sched[pos%int64(len(e.sched))]]
+		}
 		o := c.do(t0, en)
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return

@@ -109,3 +109,41 @@ func TestH2BodyTimeoutResetsOnlyTheStream(t *testing.T) {
 		t.Errorf("connections: %d opened, %d accepted: a body timeout must not end the connection", total.ConnectionsOpened, srv.accepted.Load())
 	}
 }
+
+// TestH2RefusedStreamNamed: a stream the server refuses with
+// RST_STREAM(REFUSED_STREAM) is sent once more, counted as a retry; refused
+// again it is a `refused` error (not `closed`), and a resend the server
+// accepts completes. One stream slot, so that each resend directly
+// follows its refusal: /always is refused every time, /once only on
+// every other stream.
+func TestH2RefusedStreamNamed(t *testing.T) {
+	var onceSeen int
+	srv := newH2FrameServer(t, func(_ int64, _, path string) h2Action {
+		switch path {
+		case "/always":
+			return h2Refuse
+		case "/once":
+			onceSeen++ // the server's one goroutine (one connection)
+			if onceSeen%2 == 1 {
+				return h2Refuse
+			}
+		}
+		return h2Answer
+	})
+	const n = 50
+	p := plan.Plan{URL: srv.url + "/", Protocol: plan.H2, MaxStreams: 1, Connections: 1, Requests: n, Timeout: 5 * time.Second,
+		TLS: plan.TLS{CAPEM: srv.ca}, Mix: []plan.Request{{URL: srv.url + "/always"}, {URL: srv.url + "/once"}, {URL: srv.url + "/small", Weight: 3}}}
+	total, res, _ := runH2(t, p, 1)
+	srv.check(t)
+	actions, _ := srv.counts(t)
+	t.Logf("statuses %v, errors %v, retries %d; server: actions %v", total.StatusMap(), total.ErrorMap(), total.Retries, actions)
+	if total.Errors[measure.ErrRefused] != n/5 || total.ErrorTotal() != n/5 || total.Status[200] != n*4/5 || res.Issued != n {
+		t.Errorf("statuses %v, errors %v, issued %d: want %d × 200 and exactly {refused: %d}", total.StatusMap(), total.ErrorMap(), res.Issued, n*4/5, n/5)
+	}
+	if total.Retries != 2*n/5 {
+		t.Errorf("retries %d, want %d: one resend per refused /always and /once", total.Retries, 2*n/5)
+	}
+	if actions[h2Refuse] != 3*n/5 || actions[h2Answer] != n*4/5 {
+		t.Errorf("server actions %v: want %d refused streams and %d answered", actions, 3*n/5, n*4/5)
+	}
+}

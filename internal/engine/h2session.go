@@ -490,7 +490,7 @@ func (s *h2session) handle(f http2.Frame) error {
 				if id > flushed {
 					err = errH2NotSent // still in our buffer: never sent
 				}
-				s.endStreamLocked(id, st, err, measure.ErrClosed)
+				s.endStreamLocked(id, st, err, measure.ErrRefused)
 			}
 		}
 		if s.active == 0 && !s.dead {
@@ -572,7 +572,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		if st := s.streams[f.StreamID]; st != nil {
 			st.peerReset = true
 			if f.ErrCode == http2.ErrCodeRefusedStream {
-				s.endStreamLocked(f.StreamID, st, errH2Refused, measure.ErrClosed)
+				s.endStreamLocked(f.StreamID, st, errH2Refused, measure.ErrRefused)
 			} else {
 				s.endStreamLocked(f.StreamID, st, fmt.Errorf("http2: stream reset by server: %v", f.ErrCode), measure.ErrReset)
 			}

@@ -22,8 +22,10 @@ type entry struct {
 
 // buildEntries serializes the plan's requests and returns the weighted
 // round-robin schedule: entry indexes in smooth weighted round-robin order
-// (nginx's algorithm), so that every connection cycling through it sends
-// each request in exact proportion to its weight. targets are the
+// (nginx's algorithm), so that any whole cycle through it holds each
+// request in exact proportion to its weight. In count mode a request's
+// position is its global index (Engine.countEntry); otherwise each
+// connection cycles through it from its own offset. targets are the
 // requests' parsed URLs (plan.Parsed.Entries), in p.Entries' order.
 func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error) {
 	reqs := p.Entries()

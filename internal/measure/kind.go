@@ -24,11 +24,16 @@ const (
 	ErrProtocol
 	// ErrLocal: a client-side limit or failure (file descriptors, ports).
 	ErrLocal
+	// ErrRefused: the server refused the request without processing it,
+	// twice (HTTP/2 RST_STREAM(REFUSED_STREAM), or a stream above a
+	// GOAWAY's last stream ID; RFC 9113 section 8.7): the first refusal is
+	// resent once, as a retry, and only the second is an error.
+	ErrRefused
 	// NumErrorKinds is the number of kinds (not a kind).
 	NumErrorKinds
 )
 
-var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local"}
+var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local", "refused"}
 
 // String returns the kind's report name (lowercase, e.g. "reset"), the
 // key of the proto's Counters.errors map; "unknown" outside the kinds.

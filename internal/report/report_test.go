@@ -76,7 +76,7 @@ func result(t *testing.T) *pb.RunResult {
 		Counters: &pb.Counters{
 			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
 			Status:            map[int32]int64{200: 990, 503: 10},
-			Errors:            map[string]int64{"reset": 2, "timeout": 1},
+			Errors:            map[string]int64{"refused": 1, "reset": 1, "timeout": 1},
 			ConnectionsOpened: 2, Reconnects: 0, HandshakesFull: 2, HandshakesResumed: 1,
 			Tls: map[string]int64{"version:TLS 1.3": 2, "cipher:TLS_AES_128_GCM_SHA256": 2, "group:X25519": 2, "alpn:http/1.1": 2},
 		},

@@ -38,7 +38,7 @@ type Counters struct {
 	// status maps an HTTP status code to its count of completed responses.
 	Status map[int32]int64 `protobuf:"bytes,4,rep,name=status,proto3" json:"status,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// errors maps an error kind (connect, tls, timeout, reset, closed,
-	// truncated, protocol, local) to its count of failed requests.
+	// truncated, protocol, local, refused) to its count of failed requests.
 	Errors map[string]int64 `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// connections_opened counts TCP connections opened (TLS handshaken).
 	ConnectionsOpened int64 `protobuf:"varint,6,opt,name=connections_opened,json=connectionsOpened,proto3" json:"connections_opened,omitempty"`
