@@ -150,6 +150,30 @@ func BenchmarkClosedLoopRun(b *testing.B) {
 	url, _ := rawKeepAliveServer(b, false)
 	n := max(b.N, 1)
 	p := plan.Plan{URL: url, Connections: 1, Requests: int64(n), Timeout: 10 * time.Second}
+	benchRun(b, p)
+}
+
+// BenchmarkH2ClosedLoopRun measures whole closed-loop HTTP/2 requests
+// through Run (pacer, HEADERS, response, settle, record) in count mode:
+// one connection of 10 streams, b.N GETs with browser-like headers,
+// against the framing-level server (h2FrameServer) over TLS on loopback.
+// hdr-B/req is the HEADERS payload the server received per request.
+func BenchmarkH2ClosedLoopRun(b *testing.B) {
+	srv := newH2FrameServer(b, func(int64, string, string) h2Action { return h2Answer })
+	n := max(b.N, 1)
+	p := plan.Plan{URL: srv.url + "/index.html", Protocol: plan.H2, MaxStreams: 10, Connections: 1, Requests: int64(n),
+		Timeout: 10 * time.Second, TLS: plan.TLS{CAPEM: srv.ca},
+		Headers: []plan.Header{{Name: "Accept", Value: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
+			{Name: "Accept-Encoding", Value: "gzip, deflate, br"}, {Name: "Accept-Language", Value: "en-US,en;q=0.5"}}}
+	benchRun(b, p)
+	b.StopTimer()
+	b.ReportMetric(float64(srv.headerBytes.Load())/float64(n), "hdr-B/req")
+}
+
+// benchRun runs count-mode plan p (p.Requests requests) on one worker,
+// timing only Run.
+func benchRun(b *testing.B, p plan.Plan) {
+	b.Helper()
 	p.SetDefaults()
 	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Workers: 1})
 	if err != nil {
@@ -162,7 +186,7 @@ func BenchmarkClosedLoopRun(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	res, err := e.Run(context.Background(), time.Now(), func(Interval) {})
-	if err != nil || res.Issued != int64(n) {
-		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, n)
+	if err != nil || res.Issued != p.Requests {
+		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, p.Requests)
 	}
 }

@@ -1,28 +1,21 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2/hpack"
-
 	"github.com/phalanxload/phalanx/internal/measure"
-	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // HTTP/2 client on golang.org/x/net/http2's Framer, as h2load does it: each
 // connection slot keeps one connection (session) with up to MaxStreams
 // closed-loop stream slots, capped by the server's
 // SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 section 5.1.2). Header blocks
-// are HPACK-encoded once per request, as never-indexed literals, so they
-// reference no dynamic table state and can be written as they are. On
+// are HPACK-encoded per session with the dynamic table (h2hpack.go). On
 // GOAWAY (RFC 9113 section 6.8) the session takes no new streams; streams
 // above the last stream ID, which the server did not process, are sent once
 // more on a new connection and counted as retries.
@@ -291,42 +284,4 @@ func (e *Engine) noteMaxStreams(n int) {
 			return
 		}
 	}
-}
-
-// buildH2Block encodes a request's header block.
-func buildH2Block(p plan.Plan, t plan.Target, r plan.Request) []byte {
-	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	enc.SetMaxDynamicTableSizeLimit(0)
-	authority := t.HostHeader
-	for _, h := range r.Headers {
-		if equalFold(h.Name, "host") {
-			authority = h.Value
-		}
-	}
-	field := func(name, value string) {
-		_ = enc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: true})
-	}
-	field(":method", r.Method)
-	field(":scheme", "https")
-	field(":authority", authority)
-	field(":path", t.RequestURI)
-	hasUA := false
-	for _, h := range r.Headers {
-		name := strings.ToLower(h.Name)
-		switch name {
-		case "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length":
-			continue // connection-specific or set below (RFC 9113 8.2.2)
-		case "user-agent":
-			hasUA = true
-		}
-		field(name, h.Value)
-	}
-	if !hasUA {
-		field("user-agent", "phalanx/"+Version)
-	}
-	if len(r.Body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
-		field("content-length", strconv.Itoa(len(r.Body)))
-	}
-	return buf.Bytes()
 }

@@ -60,10 +60,18 @@ type h2FrameServer struct {
 	resets   map[http2.ErrCode]int // RST_STREAM received, by code
 	bodyMax  map[string]int64      // most request body bytes received on one stream, by path
 	problems []string
-	headers  []hpack.HeaderField // the first stream's header fields, decoded
+	// keepFields keeps every stream's decoded header fields in fields
+	// (set before the run).
+	keepFields bool
+	fields     [][]hpack.HeaderField
+	// headerTable, if set, is sent as SETTINGS_HEADER_TABLE_SIZE and
+	// enforced by the decoder once the client has acknowledged it.
+	headerTable *uint32
+	// headerBytes counts HEADERS frame payload bytes received.
+	headerBytes atomic.Int64
 }
 
-func newH2FrameServer(t *testing.T, decide func(n int64, method, path string) h2Action) *h2FrameServer {
+func newH2FrameServer(t testing.TB, decide func(n int64, method, path string) h2Action) *h2FrameServer {
 	t.Helper()
 	s := &h2FrameServer{decide: decide, resets: map[http2.ErrCode]int{}, bodyMax: map[string]int64{}}
 	s.url, s.ca = serveTLS(t, []string{"h2"}, func(c net.Conn) {
@@ -130,7 +138,8 @@ func (s *h2FrameServer) serve(c net.Conn) {
 	}
 	bw := bufio.NewWriter(c)
 	fr := http2.NewFramer(bw, br)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	dec := hpack.NewDecoder(4096, nil)
+	fr.ReadMetaHeaders = dec
 	var hbuf bytes.Buffer
 	enc := hpack.NewEncoder(&hbuf)
 	block := func(status int, fields ...string) []byte {
@@ -141,7 +150,11 @@ func (s *h2FrameServer) serve(c net.Conn) {
 		}
 		return append([]byte(nil), hbuf.Bytes()...)
 	}
-	if fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100}) != nil || bw.Flush() != nil {
+	settings := []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 100}}
+	if s.headerTable != nil {
+		settings = append(settings, http2.Setting{ID: http2.SettingHeaderTableSize, Val: *s.headerTable})
+	}
+	if fr.WriteSettings(settings...) != nil || bw.Flush() != nil {
 		return
 	}
 	open := map[uint32]*h2ServerStream{}
@@ -167,6 +180,10 @@ func (s *h2FrameServer) serve(c net.Conn) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
 				err = fr.WriteSettingsAck()
+			} else if s.headerTable != nil {
+				// Acknowledged: the client's blocks from now on must keep
+				// within our table (RFC 9113 section 6.5.3).
+				dec.SetAllowedMaxDynamicTableSize(*s.headerTable)
 			}
 		case *http2.PingFrame:
 			if !f.IsAck() {
@@ -175,9 +192,10 @@ func (s *h2FrameServer) serve(c net.Conn) {
 		case *http2.MetaHeadersFrame:
 			method, path := f.PseudoValue("method"), f.PseudoValue("path")
 			n := s.streams.Add(1) - 1
-			if n == 0 {
+			s.headerBytes.Add(int64(f.Length))
+			if s.keepFields {
 				s.mu.Lock()
-				s.headers = append([]hpack.HeaderField(nil), f.Fields...)
+				s.fields = append(s.fields, append([]hpack.HeaderField(nil), f.Fields...))
 				s.mu.Unlock()
 			}
 			a := s.decide(n, method, path)

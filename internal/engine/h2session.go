@@ -50,6 +50,10 @@ type h2session struct {
 	// it is sent again without counting as a retry.
 	written uint32
 	flushed atomic.Uint32
+	hpack   *h2Encoder // request header blocks (guarded by wmu)
+	// hpackTable is the peer's SETTINGS_HEADER_TABLE_SIZE (guarded by
+	// wmu; default 4,096, RFC 9113 section 6.5.2).
+	hpackTable uint32
 
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
@@ -100,6 +104,7 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 		c: c, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
 		limit: int(c.e.maxStreams.Load()), peerWindow: 65535, sendWindow: 65535, maxFrame: 16384,
 		flushes: make(chan struct{}, 1), done: make(chan struct{}), drained: make(chan struct{}, 1),
+		hpack: newH2Encoder(len(c.e.entries)), hpackTable: 4096,
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 32<<10))
@@ -299,7 +304,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 	s.streams[st.id] = st
 	s.mu.Unlock()
 	_ = s.nc.SetWriteDeadline(deadline)
-	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: en.h2, EndStream: len(en.body) == 0, EndHeaders: true})
+	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: s.hpack.block(en), EndStream: len(en.body) == 0, EndHeaders: true})
 	s.written = st.id
 	if err == nil && len(en.body) > 0 {
 		switch err = s.writeBody(st, en.body, deadline); {
@@ -453,8 +458,11 @@ func (s *h2session) handle(f http2.Frame) error {
 			return nil
 		}
 		s.mu.Lock()
+		table, hasTable := uint32(0), false
 		err := f.ForeachSetting(func(set http2.Setting) error {
 			switch set.ID {
+			case http2.SettingHeaderTableSize:
+				table, hasTable = set.Val, true
 			case http2.SettingMaxConcurrentStreams:
 				s.limit = min(int(s.c.e.maxStreams.Load()), int(set.Val))
 				s.c.e.noteMaxStreams(s.limit)
@@ -474,7 +482,14 @@ func (s *h2session) handle(f http2.Frame) error {
 		if err != nil {
 			return err
 		}
-		return s.write(func() error { return s.fr.WriteSettingsAck() })
+		return s.write(func() error {
+			if hasTable && table != s.hpackTable {
+				// Blocks after the ACK start with the size update.
+				s.hpackTable = table
+				s.hpack.setTableSize(table)
+			}
+			return s.fr.WriteSettingsAck()
+		})
 	case *http2.PingFrame:
 		if f.IsAck() {
 			return nil

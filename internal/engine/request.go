@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http2/hpack"
+
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -15,8 +17,9 @@ type entry struct {
 	uri     string // request target (path and query)
 	headers []plan.Header
 	body    []byte
-	h1      []byte // the whole HTTP/1.1 request, written as is
-	h2      []byte // the HTTP/2 header block (HPACK, no dynamic table)
+	h1      []byte              // the whole HTTP/1.1 request, written as is
+	h2      []hpack.HeaderField // the HTTP/2 header fields (h2hpack.go)
+	idx     int                 // the entry's index in the mix
 	head    bool
 }
 
@@ -39,10 +42,10 @@ func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error)
 	total := 0
 	for i, r := range reqs {
 		t := targets[i]
-		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD"}
+		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD", idx: i}
 		en.h1 = buildRequest(p, t, r)
 		if p.Protocol == plan.H2 {
-			en.h2 = buildH2Block(p, t, r)
+			en.h2 = buildH2Fields(t, r)
 		}
 		entries = append(entries, en)
 		total += max(r.Weight, 1)

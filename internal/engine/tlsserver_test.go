@@ -13,7 +13,7 @@ import (
 // serve on one goroutine per accepted connection, and returns its base
 // URL ("https://127.0.0.1:port") and CA certificate (PEM). Cleanup closes
 // the listener and every open connection and joins the goroutines.
-func serveTLS(t *testing.T, protos []string, serve func(c net.Conn)) (url string, ca []byte) {
+func serveTLS(t testing.TB, protos []string, serve func(c net.Conn)) (url string, ca []byte) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
