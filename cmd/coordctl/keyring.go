@@ -32,12 +32,23 @@ func newKeyringCmd(coordAddr *string) *cobra.Command {
 			"KEY is base64 (coordctl keygen), or - to read it from stdin (keeps it out of shell history).\n" +
 			"Each member rewrites its --gossip-key-file, so a restart keeps the new keyring.\n" +
 			"Exit status 1 when any member did not apply the operation; its name and reason are printed.",
+		// An argument that is no operation may be a key: it is refused
+		// without being echoed, as cobra's unknown-command error would.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return &usageError{errors.New("keyring: want list, install KEY, use KEY or remove KEY (see coordctl keyring --help; an argument given is not shown, it may be a key)")}
+		},
 	}
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "list",
 			Short: "List the gossip keys and how many members hold each (and use it as primary)",
-			Args:  cobra.NoArgs,
+			Args: func(_ *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return &usageError{errors.New("keyring list takes no argument (not shown: it may be a key)")}
+				}
+				return nil
+			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return keyringOp(cmd, *coordAddr, pb.KeyringOp_KEYRING_OP_LIST, nil)
 			},

@@ -67,6 +67,13 @@ func TestKeyringCommands(t *testing.T) {
 		t.Errorf("install of a bad key: exit %d, %q; want 2, not valid base64, without the key", code, errOut)
 	}
 
+	for _, args := range [][]string{{"keyring", newKey}, {"keyring", "list", newKey}, {"keyring"}} {
+		code, _, errOut := runCLI(append([]string{"--coordinator", addr}, args...)...)
+		if code != 2 || strings.Contains(errOut, newKey) || !strings.Contains(errOut, "keyring") {
+			t.Errorf("coordctl %s: exit %d, %q; want a usage error (2) that does not show the key", strings.Join(args, " "), code, errOut)
+		}
+	}
+
 	// A second coordinator with the new key joins; the first does not
 	// reach it.
 	file := filepath.Join(dir, "coordinator-2.keys")
