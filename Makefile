@@ -51,6 +51,9 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 	go test -run '^$$' -fuzz '^FuzzParseMix$$' -fuzztime $(FUZZTIME) ./internal/plan
 	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/plan
 	go test -run '^$$' -fuzz '^FuzzDecodeSparse$$' -fuzztime $(FUZZTIME) ./internal/hist
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/allow
+	go test -run '^$$' -fuzz '^FuzzSetup$$' -fuzztime $(FUZZTIME) ./agent
+	go test -run '^$$' -fuzz '^FuzzInterval$$' -fuzztime $(FUZZTIME) ./coordinator
 
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo

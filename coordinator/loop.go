@@ -133,7 +133,7 @@ func (rn *run) handle(ev event, progress func(*pb.Progress)) bool {
 	case *pb.RunResponse_Interval:
 		pt, counts, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), msg.Interval)
 		if err != nil {
-			r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), err)
+			rn.malformed(r, "interval", err)
 			return true
 		}
 		r.counters.Add(&counts)
@@ -143,9 +143,28 @@ func (rn *run) handle(ev event, progress func(*pb.Progress)) bool {
 			progress(&pb.Progress{RunId: rn.id, Index: int32(pt.Index), Requests: pt.Requests, Errors: pt.Errors, P99Us: pt.P99, Interval: durationpb.New(pt.Length)})
 		}
 	case *pb.RunResponse_Done:
+		if err := checkDone(rn.p, msg.Done, rn.startAt.Add(r.offset+rn.p.Warmup)); err != nil {
+			rn.malformed(r, "result", err)
+			return true
+		}
 		r.done = msg.Done
+	default:
+		rn.malformed(r, "message", fmt.Errorf("unexpected %T during the run", ev.msg.GetMsg()))
+		return true
 	}
 	return false
+}
+
+// malformed fails agent r's share on a message it sent that the
+// coordinator refuses (what names it): its row keeps what it sent before
+// and names the error, and its stream's send side is closed, which ends
+// the share on the agent (its load stops) while the run goes on.
+func (rn *run) malformed(r *agentRun, what string, err error) {
+	r.err = fmt.Errorf("agent %s sent a malformed %s: %w", r.meta.GetName(), what, err)
+	rn.log.Warn("malformed message from an agent: its share ends; keeping its measurements so far", "agent", r.meta.GetName(), "err", err)
+	if cerr := r.stream.CloseSend(); cerr != nil {
+		rn.log.Debug("close send", "agent", r.meta.GetName(), "err", cerr)
+	}
 }
 
 // addInterval merges interval iv of agent a (with cpus usable CPUs, whose

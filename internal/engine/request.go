@@ -39,7 +39,6 @@ func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error)
 		return nil, nil, fmt.Errorf("request mix has %d entries: at most 65536", len(reqs))
 	}
 	var entries []entry
-	total := 0
 	for i, r := range reqs {
 		t := targets[i]
 		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD", idx: i}
@@ -48,17 +47,29 @@ func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error)
 			en.h2 = buildH2Fields(t, r)
 		}
 		entries = append(entries, en)
-		total += max(r.Weight, 1)
 	}
-	if total > 1<<20 {
-		return nil, nil, fmt.Errorf("request mix weights sum to %d: at most 1048576", total)
+	// Smooth weighted round-robin (nginx's), over the weights divided by
+	// their common divisor: the same order, with the shortest period.
+	weights := plan.RoundRobinWeights(reqs)
+	total := 0
+	for _, w := range weights {
+		total += w
 	}
 	sched := make([]uint16, 0, total)
+	if total == len(reqs) { // equal weights: each request in turn
+		for i := range reqs {
+			sched = append(sched, uint16(i))
+		}
+		return entries, sched, nil
+	}
+	if total > plan.MaxMixPeriod || int64(total)*int64(len(reqs)) > plan.MaxMixWork {
+		return nil, nil, fmt.Errorf("request mix of %d requests with weights summing to %d: at most %d steps", len(reqs), total, plan.MaxMixWork)
+	}
 	current := make([]int, len(reqs))
 	for range total {
 		best := 0
-		for i, r := range reqs {
-			current[i] += max(r.Weight, 1)
+		for i, w := range weights {
+			current[i] += w
 			if current[i] > current[best] {
 				best = i
 			}

@@ -92,6 +92,7 @@ type Merger struct {
 	free   []*hist.Histogram
 	points map[int]*Point
 	stages []*Stage
+	seen   [][]uint64 // per agent, a bit per interval index merged; check allocates it
 }
 
 // New returns a merger for a run of plan p (defaults set) over agents
@@ -106,10 +107,15 @@ func New(p plan.Plan, agents int) *Merger {
 
 // Add merges one agent's interval into the window's histograms and
 // counters, the stage it starts in and its timeline point; it returns the
-// point once every agent has sent interval iv.Index (else nil). Errors: a
-// corrupt or foreign-geometry histogram, or a latency histogram whose
-// sample count is not iv.Counts.Requests; nothing of iv is merged then.
+// point once every agent has sent interval iv.Index (else nil). Errors: an
+// interval check refuses (agent, index out of the window or already sent
+// by the agent, start, length, CPU time), a corrupt or
+// foreign-geometry histogram, or a latency histogram whose sample count is
+// not iv.Counts.Requests; nothing of iv is merged then.
 func (m *Merger) Add(iv *Interval) (*Point, error) {
+	if err := m.check(iv); err != nil {
+		return nil, err
+	}
 	// Decode to sparse (value, count) form and add that: the cost follows
 	// the histograms' non-empty buckets, not their size.
 	for k := range hist.NumKinds {
@@ -126,6 +132,7 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 			return nil, err
 		}
 	}
+	m.markSeen(iv.Agent, iv.Index) // merged from here on
 	m.counts.Add(iv.Counts)
 	for _, st := range m.stages {
 		if iv.Start >= st.Start && iv.Start < st.Start+st.Duration {

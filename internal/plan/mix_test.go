@@ -75,3 +75,48 @@ func FuzzParseMix(f *testing.F) {
 		}
 	})
 }
+
+// TestMixWorkBounded: a mix whose round-robin order would take the agent
+// minutes to build (65536 requests of different weights summing to about
+// 2^20: 2^36 steps) is refused at validation, naming the rule; equal
+// weights, or weights with a common divisor, cost what their order needs.
+func TestMixWorkBounded(t *testing.T) {
+	mix := func(n int, weight func(i int) int) Plan {
+		p := Plan{URL: "https://127.0.0.1/"}
+		for i := range n {
+			p.Mix = append(p.Mix, Request{Method: "GET", URL: "https://127.0.0.1/x", Weight: weight(i)})
+		}
+		p.SetDefaults()
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		p    Plan
+		want string
+	}{
+		{"too much work", mix(1<<16, func(i int) int { return 15 + i%2 }),
+			"plan: mix = 65536 requests with weights summing to 1015808 (over their common divisor): requests × weight sum must be at most 67108864"},
+		{"too many requests", mix(1<<16+1, func(int) int { return 1 }), "plan: mix = 65537 requests: want at most 65536"},
+		{"long period", mix(3, func(int) int { return 1_000_000 - 7 }), ""}, // equal: period 3
+		{"period over the bound", mix(2, func(i int) int { return 1_000_000 - i }), "plan: mix = weights summing to 1999999 (over their common divisor): want at most 1048576"},
+		{"equal weights", mix(1<<16, func(int) int { return 16 }), ""},
+		{"common divisor", mix(1<<12, func(i int) int { return 16 * (1 + i%2) }), ""}, // 4096 × 6144 steps
+		{"at the bound", mix(1<<10, func(i int) int { return 1 + i%127 }), ""},
+	} {
+		err := tc.p.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRoundRobinWeights(t *testing.T) {
+	got := RoundRobinWeights([]Request{{Weight: 4}, {Weight: 0}, {Weight: 6}})
+	if want := []int{4, 1, 6}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RoundRobinWeights(4, 0, 6) = %v, want %v", got, want)
+	}
+	got = RoundRobinWeights([]Request{{Weight: 4}, {Weight: 8}, {Weight: 6}})
+	if want := []int{2, 4, 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RoundRobinWeights(4, 8, 6) = %v, want %v", got, want)
+	}
+}

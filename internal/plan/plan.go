@@ -465,7 +465,61 @@ func (p *Plan) validateMix(base Target) ([]Target, []error) {
 			}
 		}
 	}
+	if len(p.Mix) > MaxMixRequests {
+		errs = append(errs, &FieldError{"mix", fmt.Sprintf("%d requests", len(p.Mix)), fmt.Sprintf("want at most %d", MaxMixRequests)})
+	} else if n, period := int64(len(p.Mix)), int64(sum(RoundRobinWeights(p.Mix))); period > MaxMixPeriod {
+		errs = append(errs, &FieldError{"mix", fmt.Sprintf("weights summing to %d (over their common divisor)", period), fmt.Sprintf("want at most %d", MaxMixPeriod)})
+	} else if period > n && n*period > MaxMixWork {
+		errs = append(errs, &FieldError{"mix", fmt.Sprintf("%d requests with weights summing to %d (over their common divisor)", n, period),
+			fmt.Sprintf("requests × weight sum must be at most %d: each agent orders the mix by smooth weighted round-robin at prepare, one step per request and weight (equal weights cost nothing)", int64(MaxMixWork))})
+	}
 	return targets, errs
+}
+
+// Bounds of a request mix, so that an agent orders it in well under a
+// second at prepare.
+const (
+	// MaxMixRequests bounds a mix's requests.
+	MaxMixRequests = 1 << 16
+	// MaxMixPeriod bounds the sum of a mix's RoundRobinWeights: the
+	// length of the order each connection cycles through.
+	MaxMixPeriod = 1 << 20
+	// MaxMixWork bounds a mix's requests times the sum of its
+	// RoundRobinWeights (the steps of the smooth weighted round-robin
+	// order, about 0.1 s at the bound), unless all its weights are equal.
+	MaxMixWork = 1 << 26
+)
+
+// RoundRobinWeights returns the mix's weights (below 1 counting as 1)
+// divided by their greatest common divisor: the smooth weighted
+// round-robin order over them is the order over the weights themselves,
+// with the shortest period (their sum).
+func RoundRobinWeights(mix []Request) []int {
+	out := make([]int, len(mix))
+	g := 0
+	for i, r := range mix {
+		out[i] = max(r.Weight, 1)
+		g = gcd(g, out[i])
+	}
+	for i := range out {
+		out[i] /= g
+	}
+	return out
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
 
 // Entries returns the requests the plan sends: its mix, or the one request

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -190,9 +191,26 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 	return out
 }
 
+// MaxCount bounds every counter of one message from another machine
+// (2^40, about 10^12: no interval, stage or run of one agent comes near),
+// so that sums never overflow.
+const MaxCount = 1 << 40
+
+// Bounds of the TLS counters of one message: at most MaxTLSKeys keys,
+// each "version:", "cipher:", "group:" or "alpn:" and a printable ASCII
+// value of at most MaxTLSValue bytes (an ALPN protocol ID is at most 255,
+// RFC 7301).
+const (
+	MaxTLSKeys  = 256
+	MaxTLSValue = 255
+)
+
 // CountsFromProto converts counters from another machine (nil gives the
-// zero counts). Errors: a status code outside [0, measure.MaxStatus) or an
-// error kind measure does not know (a peer of another version).
+// zero counts), checking them: every counter in [0, MaxCount], a status
+// code in [100, measure.MaxStatus) (a final status outside it is a
+// protocol error, never a count), an error kind measure knows, TLS keys as
+// the engine writes them (MaxTLSKeys, MaxTLSValue), and completed requests
+// equal to the sum of their status codes. Errors name the counter.
 func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 	c := measure.Counts{
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
@@ -200,23 +218,81 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
 		Missed: m.GetMissed(), Unsent: m.GetUnsent(),
 	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
+		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries},
+		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed},
+		{"missed", c.Missed}, {"unsent", c.Unsent},
+	} {
+		if err := checkCount(f.name, f.v); err != nil {
+			return measure.Counts{}, err
+		}
+	}
+	var statusSum int64
 	for code, n := range m.GetStatus() {
+		if code < 100 {
+			return measure.Counts{}, fmt.Errorf("counters: status code %d outside [100, %d)", code, measure.MaxStatus)
+		}
+		if err := checkCount(fmt.Sprintf("status[%d]", code), n); err != nil {
+			return measure.Counts{}, err
+		}
 		if err := c.AddStatus(int(code), n); err != nil {
 			return measure.Counts{}, fmt.Errorf("counters: %w", err)
 		}
+		statusSum += n
+	}
+	if statusSum != c.Requests {
+		return measure.Counts{}, fmt.Errorf("counters: %d requests, but their status codes sum to %d", c.Requests, statusSum)
 	}
 	for kind, n := range m.GetErrors() {
 		if err := c.AddError(kind, n); err != nil {
 			return measure.Counts{}, fmt.Errorf("counters: %w", err)
 		}
+		if err := checkCount("errors["+kind+"]", n); err != nil {
+			return measure.Counts{}, err
+		}
+	}
+	if len(m.GetTls()) > MaxTLSKeys {
+		return measure.Counts{}, fmt.Errorf("counters: %d TLS keys: want at most %d", len(m.GetTls()), MaxTLSKeys)
 	}
 	for k, n := range m.GetTls() {
+		if err := checkTLSKey(k); err != nil {
+			return measure.Counts{}, err
+		}
+		if err := checkCount(fmt.Sprintf("tls[%q]", k), n); err != nil {
+			return measure.Counts{}, err
+		}
 		if c.TLS == nil {
 			c.TLS = map[string]int64{}
 		}
 		c.TLS[k] = n
 	}
 	return c, nil
+}
+
+func checkCount(name string, v int64) error {
+	if v < 0 || v > MaxCount {
+		return fmt.Errorf("counters: %s = %d: want 0 to %d", name, v, int64(MaxCount))
+	}
+	return nil
+}
+
+// checkTLSKey checks a TLS counter's key: "version:", "cipher:", "group:"
+// or "alpn:" and a printable ASCII value.
+func checkTLSKey(k string) error {
+	kind, v, _ := strings.Cut(k, ":")
+	switch kind {
+	case "version", "cipher", "group", "alpn":
+	default:
+		return fmt.Errorf("counters: TLS key %q: want a version, cipher, group or alpn key (\"version:TLS 1.3\")", k)
+	}
+	if v == "" || len(v) > MaxTLSValue || strings.IndexFunc(v, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return fmt.Errorf("counters: TLS key %q: want a value of 1 to %d printable ASCII bytes", k, MaxTLSValue)
+	}
+	return nil
 }
 
 func dur(d time.Duration) *durationpb.Duration {

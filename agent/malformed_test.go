@@ -1,0 +1,105 @@
+package agent_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// TestMalformedSetupKeepsAgentServing sends a live agent malformed Run
+// streams over gRPC, as a rogue or broken coordinator would: a share whose
+// stage targets do not fit its plan (this crashed the agent), one with an
+// index past its count, one with a bad plan, a first message that is not
+// a setup, and a share followed by something other than Connect. Each ends
+// with InvalidArgument naming the agent and the field, nothing reaches the
+// target, and the agent then runs a good plan from the coordinator.
+func TestMalformedSetupKeepsAgentServing(t *testing.T) {
+	srv, b := targettest.Start(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := localcluster.Start(context.Background(), 1, 1, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	}()
+	conn, err := grpc.NewClient(c.Agents[0].GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewAgentServiceClient(conn)
+
+	p := plan.Plan{URL: srv.URL(), Connections: 2, Stages: []plan.Stage{{Duration: time.Second, Connections: 4}, {Duration: time.Second}},
+		TLS: plan.TLS{CAPEM: b.CAPEM}}
+	p.SetDefaults()
+	share := func(edit func(*pb.Share)) *pb.RunRequest {
+		m := wire.ShareToProto(plan.Shares("20261202T000000Z-rogue1", p, 1)[0])
+		edit(m)
+		return &pb.RunRequest{Msg: &pb.RunRequest_Setup{Setup: m}}
+	}
+	for _, tc := range []struct {
+		name string
+		msgs []*pb.RunRequest
+		want string
+	}{
+		{"short stage targets", []*pb.RunRequest{share(func(m *pb.Share) { m.StageTargets = m.StageTargets[:1] })},
+			"agent agent-1: malformed share: share 0 of 1: stage_targets count 1: want 2"},
+		{"index past count", []*pb.RunRequest{share(func(m *pb.Share) { m.Index = 7 })}, "share: index 7: want 0 to 0 (count 1)"},
+		{"bad plan", []*pb.RunRequest{share(func(m *pb.Share) { m.Plan.Connections = -3 })}, "plan: connections = -3"},
+		{"huge rate", []*pb.RunRequest{share(func(m *pb.Share) { m.Rate = 1 << 50 })}, "rate 1125899906842624: want 0"},
+		{"no setup", []*pb.RunRequest{{Msg: &pb.RunRequest_Start{Start: &pb.Start{}}}}, "first message must be setup"},
+		{"start before connect", []*pb.RunRequest{share(func(*pb.Share) {}), {Msg: &pb.RunRequest_Start{Start: &pb.Start{}}}},
+			"agent agent-1: run stream: expected connect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stream, err := client.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tc.msgs {
+				if err := stream.Send(m); err != nil {
+					t.Fatalf("send: %v", err)
+				}
+			}
+			for {
+				_, err = stream.Recv() // an Accepted may come before the error
+				if err != nil {
+					break
+				}
+			}
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want InvalidArgument containing %q", err, tc.want)
+			}
+			if n := srv.Connections(); n != 0 {
+				t.Errorf("target accepted %d connections", n)
+			}
+		})
+	}
+	if err := c.WaitAgents(context.Background(), 1, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	good := plan.Plan{URL: srv.URL(), Connections: 2, Duration: 300 * time.Millisecond, TLS: plan.TLS{CAPEM: b.CAPEM}}
+	res, err := c.Coordinator.RunPlan(context.Background(), good, nil)
+	if err != nil || res.GetCounters().GetRequests() == 0 || res.GetAgents()[0].GetError() != "" {
+		t.Fatalf("a good plan after the malformed ones: %v, %v", res.GetAgents(), err)
+	}
+}
