@@ -22,7 +22,9 @@
 # user+sys of the peer process; phalanx: the long-lived agent's utime+stime delta
 # from /proc/PID/stat around the run); peak RSS (peer: /usr/bin/time %M; agent:
 # VmHWM after `echo 5 > /proc/PID/clear_refs`); the coordinator's CPU during the
-# run as % of one core. The table (medians over rounds) goes to stdout and to
+# run as % of one core; the nginx worker's CPU % and its CPU us per request the tool
+# completed (what the tool's traffic costs the server: ka-h2 compares our HTTP/2
+# framing and HPACK with h2load's). The table (medians over rounds) goes to stdout and to
 # bench-results/bench-STAMP.md; raw outputs and the per-run TSV to
 # bench-results/bench-STAMP/. Everything started here is stopped on exit.
 #
@@ -112,7 +114,7 @@ RAW=$RES/raw
 REPORT=$OUTDIR/bench-$STAMP.md
 mkdir -p "$RAW"
 TSV=$RES/runs.tsv
-printf 'scenario\tmode\trate\tround\tside\ttool\trps\tcompleted\tcpu_s\tus_per_req\trss_mb\tcoord_cpu_pct\terrors\trc\tnote\tnginx_cpu_pct\ths_full\ths_resumed\tclient_bound\tmissed\tissued\terror_kinds\n' > "$TSV"
+printf 'scenario\tmode\trate\tround\tside\ttool\trps\tcompleted\tcpu_s\tus_per_req\trss_mb\tcoord_cpu_pct\terrors\trc\tnote\tnginx_cpu_pct\ths_full\ths_resumed\tclient_bound\tmissed\tissued\terror_kinds\tnginx_us_per_req\n' > "$TSV"
 
 NGINX_PID_FILE=$TMP/nginx/nginx.pid
 COORD_PID=""; AGENT_PID=""; CHILD=""
@@ -309,6 +311,7 @@ ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }   # utim
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 now() { date +%s.%N; }
 pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
+per_req() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.2f", (b - a) / t * 1e6 / n; else print "-"}'; }   # ticks A B over N requests -> us/req
 
 # parsers print "rps completed errors"
 parse_wrk() {
@@ -349,7 +352,8 @@ run_peer() {
     cpu=$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')
     us=$(awk -v c="$cpu" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", c * 1e6 / n; else print "-"}')
     rss=$(awk -v m="$m" 'BEGIN {printf "%.1f", m / 1024}')
-    row "$scen" "$mode" "$rate" "$round" peer "$tool" "$rps" "$n" "$cpu" "$us" "$rss" - "$e" "$rc" - "$(pct "$w0" "$w1" "$t0" "$t1")" - - - - - -
+    row "$scen" "$mode" "$rate" "$round" peer "$tool" "$rps" "$n" "$cpu" "$us" "$rss" - "$e" "$rc" - "$(pct "$w0" "$w1" "$t0" "$t1")" - - - - - - \
+        "$(per_req "$w0" "$w1" "$n")"
     log "$(printf '%-14s %-6s r%s %-7s %9.0f req/s %8s us/req %7s MB  err=%s rc=%s' "$scen" "$mode" "$round" "$tool" "$rps" "$us" "$rss" "$e" "$rc")"
 }
 
@@ -382,7 +386,7 @@ run_phalanx() {
     rss=$(awk -v m="$hwm" 'BEGIN {printf "%.1f", m / 1024}')
     cpct=$(pct "$c0" "$c1" "$t0" "$t1")
     row "$scen" "$mode" "$rate" "$round" phalanx phalanx "$rps" "$n" "$cpu" "$us" "$rss" "$cpct" "$e" "$rc" "$note" \
-        "$(pct "$w0" "$w1" "$t0" "$t1")" "$hf" "$hr" "$cb" "$missed" "$issued" "$ekinds"
+        "$(pct "$w0" "$w1" "$t0" "$t1")" "$hf" "$hr" "$cb" "$missed" "$issued" "$ekinds" "$(per_req "$w0" "$w1" "$n")"
     log "$(printf '%-14s %-6s r%s %-7s %9.0f req/s %8s us/req %7s MB  coord %s%%  err=%s rc=%s  hs %s/%s bound=%s missed=%s/%s errors=%s' \
         "$scen" "$mode" "$round" phalanx "$rps" "$us" "$rss" "$cpct" "$e" "$rc" "$hf" "$hr" "$cb" "$missed" "$issued" "$ekinds")"
     [ "$rc" = 0 ] || log "coordctl failed: $(tail -n 3 "$RAW/$tag.out" | tr '\n' ' ')"
@@ -578,8 +582,10 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
             if ($10 != "-") pus[k] = pus[k] " " $10; prss[k] = prss[k] " " $11
             if ($13 > 0 || $14 != 0) pbad[k]++
             pngx[k] = pngx[k] " " $16
+            if ($23 != "-" && $23 != "") pnus[k] = pnus[k] " " $23
         } else {
             xngx[k] = xngx[k] " " $16
+            if ($23 != "-" && $23 != "") xnus[k] = xnus[k] " " $23
             if ($7 + 0 > 0) xrps[k] = xrps[k] " " $7
             if ($10 != "-") xus[k] = xus[k] " " $10; xrss[k] = xrss[k] " " $11; cc[k] = cc[k] " " $12
             if ($13 > 0 || $14 != 0) xbad[k]++
@@ -592,12 +598,14 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
         }
     }
     END {
-        print "| scenario | mode | peer tool | peer RPS | phalanx RPS | peer µs/req | phalanx µs/req | ratio phalanx/peer | peer RSS MB | phalanx RSS MB | coordinator CPU % | notes |"
-        print "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        print "| scenario | mode | peer tool | peer RPS | phalanx RPS | peer µs/req | phalanx µs/req | ratio phalanx/peer | nginx µs/req (peer) | nginx µs/req (phalanx) | nginx ratio phalanx/peer | peer RSS MB | phalanx RSS MB | coordinator CPU % | notes |"
+        print "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for (i = 1; i <= no; i++) {
             k = order[i]
             pu = med(pus[k]); xu = med(xus[k])
             ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
+            pnu = med(pnus[k]); xnu = med(xnus[k])
+            nratio = (pnu != "-" && xnu != "-" && pnu > 0) ? sprintf("%.2f", xnu / pnu) : "-"
             m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s"
             t = (k in tool) ? tool[k] : "n/a"
             nt = ""
@@ -610,9 +618,10 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
             nt = "nginx CPU " ((k in tool) ? sprintf("%.0f%%", pn) " (peer) / " : "") sprintf("%.0f%%", xn) " (phalanx)" (nt ? "; " nt : "")
             if (pbad[k]) nt = nt (nt ? "; " : "") "peer errors in " pbad[k] " run(s)"
             if (xbad[k] && !erun[k]) nt = nt (nt ? "; " : "") "phalanx failed in " xbad[k] " run(s)"
-            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scen[k], m, t,
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scen[k], m, t,
                 (k in tool) ? f(med(prps[k]), "%.0f") : "n/a", f(med(xrps[k]), "%.0f"),
                 (k in tool) ? f(pu, "%.1f") : "n/a", f(xu, "%.1f"), ratio,
+                (k in tool) ? f(pnu, "%.2f") : "n/a", f(xnu, "%.2f"), nratio,
                 (k in tool) ? f(med(prss[k]), "%.1f") : "n/a", f(med(xrss[k]), "%.1f"), f(med(cc[k]), "%.1f"), (nt ? nt : "-")
         }
     }' "$TSV")
@@ -636,7 +645,7 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
         echo "One extra run per row with the agent's CPU profile (\`go tool pprof -top\`, flat = in the function itself, cum = with its callees) and the objects it allocated during the run (a diff of two allocs snapshots). Full outputs: \`${RAW#"$ROOT"/}/*.top\`, profiles \`*.pprof\` (\`go tool pprof -http=: bin/agent FILE\`)."
         echo "$PROFILES"
     fi
-    echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the nginx worker's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of sends that started more than 1 ms after their intended time (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
+    echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *nginx µs/req* = the nginx worker's CPU (user+sys, /proc/PID/stat around the tool's whole run) / the requests the tool completed: what one request of that client's traffic costs the server (HTTP/2: HPACK decoding, framing); *nginx ratio* compares phalanx's traffic with the peer's (goal for ka-h2: within 5 % of h2load's). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the nginx worker's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of sends that started more than 1 ms after their intended time (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
     echo
     echo "Raw outputs, exact commands and the per-run TSV: \`${RES#"$ROOT"/}/\`."
 } > "$REPORT"
