@@ -464,6 +464,8 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	}
 	msg, err := stream.Recv()
 	if err != nil {
+		// Another agent refused its share, or the run was stopped.
+		log.Info("share abandoned before connect: nothing was sent", "reason", err)
 		return err
 	}
 	if msg.GetConnect() == nil {

@@ -83,7 +83,10 @@ func TestAllowlistRefusesBeforeAnyPacket(t *testing.T) {
 			if n, m := outside.Connections(), allowed.Connections(); n != 0 || m != 0 {
 				t.Errorf("targets accepted %d and %d connections, want 0: no agent of a refused run may send anything", n, m)
 			}
-			if err := c.WaitAgents(context.Background(), 2, 5*time.Second); err != nil {
+			// Both agents released the refused share (an agent still
+			// holding it would refuse the next run as busy); a lost
+			// gossip update waits for memberlist's push/pull (15 s).
+			if err := c.WaitAgents(context.Background(), 2, 20*time.Second); err != nil {
 				t.Fatalf("agents after the refusal: %v", err)
 			}
 		})
@@ -163,7 +166,7 @@ func TestCapsRefuseShares(t *testing.T) {
 			if n := srv.Connections(); n != 0 {
 				t.Errorf("target accepted %d connections, want 0", n)
 			}
-			if err := c.WaitAgents(context.Background(), 2, 5*time.Second); err != nil {
+			if err := c.WaitAgents(context.Background(), 2, 20*time.Second); err != nil {
 				t.Fatalf("agents after the refusal: %v", err)
 			}
 		})

@@ -94,7 +94,7 @@ func TestMalformedSetupKeepsAgentServing(t *testing.T) {
 			}
 		})
 	}
-	if err := c.WaitAgents(context.Background(), 1, 5*time.Second); err != nil {
+	if err := c.WaitAgents(context.Background(), 1, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	good := plan.Plan{URL: srv.URL(), Connections: 2, Duration: 300 * time.Millisecond, TLS: plan.TLS{CAPEM: b.CAPEM}}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,10 +141,22 @@ func TestProcNginxCountsMatchAccessLog(t *testing.T) {
 	if !strings.Contains(c.agents[2].Stderr(), "share refused: target outside the allowlist") {
 		t.Errorf("proc-agent-3 did not log the refusal:\n%s", c.agents[2].Stderr())
 	}
+	// proc-agent-1 and -2 had accepted their shares: they abandon them,
+	// having sent nothing. (The next run's agents are chosen by the
+	// coordinator, not by their gossiped state.)
+	for _, a := range c.agents[:2] {
+		if err := waitUntil(procReadyTimeout, a, func(context.Context) error {
+			if !strings.Contains(a.Stderr(), "share abandoned before connect") {
+				return errors.New("no \"share abandoned before connect\" in its log")
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v\n%s", a.name, err, a.describe())
+		}
+	}
 	if lines, err := ngx.AccessLog(); err != nil || len(lines) != 0 {
 		t.Fatalf("a refused run reached NGINX: %d access log lines (%v)", len(lines), err)
 	}
-	c.waitIdle(t)
 
 	jsonFile := filepath.Join(t.TempDir(), "report.json")
 	const conns, window = 8, 3 * time.Second
