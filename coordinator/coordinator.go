@@ -239,6 +239,9 @@ func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_R
 		Progress: func(pr *pb.Progress) {
 			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Progress{Progress: pr}})
 		},
+		Lost: func(l *pb.AgentLost) {
+			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_AgentLost{AgentLost: l}})
+		},
 	})
 	if res != nil {
 		// A partial result (an agent died) is still sent: nothing measured

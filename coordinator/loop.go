@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/hist"
@@ -46,12 +47,34 @@ func (rn *run) pump() <-chan event {
 	return events
 }
 
+// Loss detection bounds (docs/design.md, "Losing an agent"). An agent
+// whose next interval is more than SilenceIntervals intervals plus
+// SilenceGrace overdue is lost ("silent"); its interval k is due at the
+// window's start plus (k+1) intervals, and the last one, which the agent
+// sends once its requests in flight have drained, at the window's planned
+// end plus the plan's timeout. A coordinator whose own run loop was held up
+// for more than StallThreshold (frozen by SIGSTOP, starved of CPU) extends
+// every agent's bound by that long: its own stall is not their silence.
+const (
+	SilenceIntervals = 2
+	SilenceGrace     = time.Second
+	StallThreshold   = time.Second
+	// watchTick is how often the run loop checks for silent agents.
+	watchTick = 100 * time.Millisecond
+	// stallBlame is how long after a stall of the coordinator an agent's
+	// stream end is blamed on that stall in the agent's error.
+	stallBlame = 10 * time.Second
+)
+
 // loop merges every agent's intervals until each has sent Done and closed
-// its stream, failed, or missed the run's deadline (its start plus warm-up,
-// window, timeout and 10 s); it forwards StopRun to the agents and calls
-// progress after each interval merged across agents. An agent's failure is
-// kept in its row, not returned. Errors: the caller's context ending.
-func (rn *run) loop(progress func(*pb.Progress)) error {
+// its stream, been lost, or missed the run's deadline (its start plus
+// warm-up, window, timeout and 10 s); it forwards StopRun to the agents,
+// gives up an agent whose stream ends early or that is silent past the
+// bound above (and then applies the plan's OnAgentLoss), and calls
+// hooks.Progress after each interval merged across the agents not lost.
+// An agent's loss is kept in its row, not returned. Errors: the caller's
+// context ending.
+func (rn *run) loop(hooks RunHooks) error {
 	p := rn.p
 	events := rn.pump()
 	limit := p.Duration
@@ -60,21 +83,30 @@ func (rn *run) loop(progress func(*pb.Progress)) error {
 	}
 	deadline := time.NewTimer(time.Until(rn.startAt.Add(p.Warmup + limit + p.Timeout + 10*time.Second)))
 	defer deadline.Stop()
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	lastTick := time.Now()
 
 	pending := len(rn.agents)
 	stop := rn.active.stop // nil once handled
 	for pending > 0 {
 		var ev event
+		var ticked bool
 		select {
 		case <-stop:
 			stop = nil
+			rn.userStop = true
+			rn.log.Info("stopping the run early: ending every agent's window")
 			rn.stopAgents()
 			continue
 		case ev = <-events:
+		case <-tick.C:
+			ticked = true
 		case <-deadline.C:
 			for _, r := range rn.agents {
 				if r.done == nil && r.err == nil {
-					r.err = errors.New("no result before the run's deadline")
+					r.err = fmt.Errorf("agent %s: no result before the run's deadline", r.meta.GetName())
+					r.lost, r.lostAt = true, time.Since(rn.windowStart())
 					pending--
 				} else if r.done != nil && !r.ended {
 					r.ended = true // got its result; its stream just did not close
@@ -86,18 +118,113 @@ func (rn *run) loop(progress func(*pb.Progress)) error {
 		case <-rn.ctx.Done():
 			return toStatus(rn.ctx.Err())
 		}
-		if rn.handle(ev, progress) {
+		// A loop held up for long (the process frozen or starved) is the
+		// coordinator's stall, whatever woke it: the agents were not
+		// silent meanwhile, it was not listening.
+		now := time.Now()
+		if gap := now.Sub(lastTick); gap > StallThreshold+watchTick {
+			rn.noteStall(gap-watchTick, now)
+		}
+		if ticked {
+			lastTick = now
+			pending -= rn.watchSilence(now, hooks)
+			continue
+		}
+		if rn.handle(ev, hooks) {
 			pending--
 		}
 	}
 	return nil
 }
 
-// stopAgents forwards StopRun: it ends every agent's window now. Each
-// still sends its last intervals and Done; one whose stream is broken
-// fails through its Recv as usual.
+// noteStall records a stall of the coordinator of length d, ended at now.
+func (rn *run) noteStall(d time.Duration, now time.Time) {
+	rn.stalled += d
+	rn.stall = max(rn.stall, d)
+	rn.stallEnd = now
+	rn.log.Warn("the coordinator was stalled; its agents stop their load after 2s without it", "stalled", d.Round(time.Millisecond))
+}
+
+// silenceLimit is how far past its due time an agent's next interval may
+// be before the agent is lost.
+func (rn *run) silenceLimit() time.Duration {
+	return SilenceIntervals*rn.p.Interval + SilenceGrace
+}
+
+// due returns when agent r's next message is due: its next interval's
+// end, or for the last interval the window's planned end plus the plan's
+// timeout (the drain), shifted by the coordinator's own stalls.
+func (rn *run) due(r *agentRun) time.Time {
+	p := rn.p
+	end := time.Duration(r.next+1) * p.Interval
+	if p.Duration > 0 && end >= p.Duration {
+		end = p.Duration + p.Timeout
+	}
+	return rn.windowStart().Add(end + rn.stalled)
+}
+
+// watchSilence gives up every running agent whose next message is overdue
+// by more than silenceLimit; it returns how many it gave up.
+func (rn *run) watchSilence(now time.Time, hooks RunHooks) int {
+	n := 0
+	for i, r := range rn.agents {
+		if r.done != nil || r.ended || r.err != nil {
+			continue // finished, or its stream's end is awaited with the deadline
+		}
+		due := rn.due(r)
+		if late := now.Sub(due); late > rn.silenceLimit() {
+			silent := now.Sub(r.lastMsg.Add(rn.stalled)).Round(100 * time.Millisecond)
+			err := fmt.Errorf("agent %s: silent for %v (interval %d overdue by %v; the limit is %d intervals + %v)",
+				r.meta.GetName(), silent, r.next, late.Round(100*time.Millisecond), SilenceIntervals, SilenceGrace)
+			rn.lose(i, err, hooks)
+			n++
+		}
+	}
+	return n
+}
+
+// lose gives agent i up after the start: it keeps what the agent sent,
+// ends its stream (so that it stops any load at once, should it wake up),
+// lets the timeline go on without it, reports the loss, and applies the
+// plan's OnAgentLoss: abort ends every other agent's window now.
+func (rn *run) lose(i int, err error, hooks RunHooks) {
+	r := rn.agents[i]
+	now := time.Now()
+	r.err, r.lost, r.lostAt = err, true, now.Sub(rn.windowStart())
+	if r.cancelStream != nil {
+		r.cancelStream()
+	}
+	// A stream that ended after the coordinator's own stall is not the
+	// agent's failure: every agent's goes the same way, and there is
+	// nothing to abort.
+	aborting := false
+	if rn.p.OnAgentLoss == plan.AbortOnLoss && !rn.blameStall() {
+		for _, o := range rn.agents {
+			aborting = aborting || o.done == nil && o.err == nil
+		}
+	}
+	rn.log.Warn("agent lost mid-run; keeping its measurements so far", "agent", r.meta.GetName(), "err", err,
+		"on_agent_loss", rn.p.OnAgentLoss.String(), "stopping_others", aborting)
+	if hooks.Lost != nil {
+		hooks.Lost(&pb.AgentLost{Agent: r.meta.GetName(), Error: err.Error(), At: durationpb.New(r.lostAt), Aborting: aborting})
+	}
+	pts, merr := rn.m.Lose(i)
+	for _, pt := range pts {
+		rn.progress(pt, hooks)
+	}
+	if merr != nil {
+		rn.log.Error("merge after a loss", "err", merr)
+	}
+	if aborting && !rn.aborted {
+		rn.aborted = true
+		rn.stopAgents()
+	}
+}
+
+// stopAgents ends every running agent's window now (StopRun, or an
+// abort). Each still sends its last intervals and Done; one whose stream
+// is broken fails through its Recv as usual.
 func (rn *run) stopAgents() {
-	rn.log.Info("stopping the run early: ending every agent's window")
 	for _, r := range rn.agents {
 		if r.done != nil || r.ended || r.err != nil {
 			continue
@@ -108,12 +235,45 @@ func (rn *run) stopAgents() {
 	}
 }
 
+// progress calls the Progress hook with merged point pt.
+func (rn *run) progress(pt *merge.Point, hooks RunHooks) {
+	if hooks.Progress == nil {
+		return
+	}
+	pr := &pb.Progress{RunId: rn.id, Index: int32(pt.Index), Requests: pt.Requests, Errors: pt.Errors, P99Us: pt.P99,
+		Interval: durationpb.New(pt.Length), Point: wire.PointToProto(pt)}
+	if pt.Counts != nil {
+		pr.Counters = wire.CountsToProto(pt.Counts)
+	}
+	hooks.Progress(pr)
+}
+
+// blameStall reports whether a stream's end now follows a stall of the
+// coordinator closely enough to be blamed on it.
+func (rn *run) blameStall() bool {
+	return !rn.stallEnd.IsZero() && time.Since(rn.stallEnd) < stallBlame
+}
+
+// streamError says how agent r's stream ended before its Done, naming the
+// agent, and the coordinator's stall when one just preceded it.
+func (rn *run) streamError(r *agentRun, err error) error {
+	how := "stream ended without a result"
+	if !errors.Is(err, io.EOF) {
+		how = fmt.Sprintf("stream ended (%s)", status.Convert(err).Message())
+	}
+	if rn.blameStall() {
+		return fmt.Errorf("agent %s: %s after the coordinator stalled for %v: the agent stopped its load on its own",
+			r.meta.GetName(), how, rn.stall.Round(100*time.Millisecond))
+	}
+	return fmt.Errorf("agent %s: %s", r.meta.GetName(), how)
+}
+
 // handle takes one event; it reports whether its agent is now finished
-// (ended after Done, or failed).
-func (rn *run) handle(ev event, progress func(*pb.Progress)) bool {
+// (ended after Done, or lost).
+func (rn *run) handle(ev event, hooks RunHooks) bool {
 	r := rn.agents[ev.agent]
 	if r.ended || r.err != nil {
-		return false // already ended (a late message after the deadline)
+		return false // already ended (a late message after the deadline, or after its loss)
 	}
 	if ev.err != nil && r.done != nil {
 		// The stream's end after Done: the agent has released its
@@ -122,49 +282,50 @@ func (rn *run) handle(ev event, progress func(*pb.Progress)) bool {
 		return true
 	}
 	if ev.err != nil {
-		if errors.Is(ev.err, io.EOF) {
-			ev.err = errors.New("stream ended without a result")
-		}
-		r.err = fmt.Errorf("agent %s: %w", r.meta.GetName(), ev.err)
-		rn.log.Warn("agent failed mid-run; keeping its measurements so far", "agent", r.meta.GetName(), "err", ev.err)
+		rn.lose(ev.agent, rn.streamError(r, ev.err), hooks)
 		return true
 	}
+	r.lastMsg = time.Now()
 	switch msg := ev.msg.Msg.(type) {
 	case *pb.RunResponse_Interval:
-		pt, counts, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), msg.Interval)
+		iv := msg.Interval
+		pt, counts, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), iv)
 		if err != nil {
-			rn.malformed(r, "interval", err)
+			rn.malformed(ev.agent, "interval", err, hooks)
 			return true
 		}
 		r.counters.Add(&counts)
-		r.cpu += msg.Interval.GetCpuTime().AsDuration()
+		r.cpu += iv.GetCpuTime().AsDuration()
 		r.intervals++
-		if pt != nil && progress != nil {
-			progress(&pb.Progress{RunId: rn.id, Index: int32(pt.Index), Requests: pt.Requests, Errors: pt.Errors, P99Us: pt.P99, Interval: durationpb.New(pt.Length)})
+		r.next = max(r.next, int(iv.GetIndex())+1)
+		r.lastEnd = max(r.lastEnd, time.Unix(0, iv.GetEndUnixNano()).Sub(rn.startAt.Add(r.offset+rn.p.Warmup)))
+		if pt != nil {
+			rn.progress(pt, hooks)
 		}
 	case *pb.RunResponse_Done:
 		if err := checkDone(rn.p, msg.Done, rn.startAt.Add(r.offset+rn.p.Warmup)); err != nil {
-			rn.malformed(r, "result", err)
+			rn.malformed(ev.agent, "result", err, hooks)
 			return true
 		}
 		r.done = msg.Done
 	default:
-		rn.malformed(r, "message", fmt.Errorf("unexpected %T during the run", ev.msg.GetMsg()))
+		rn.malformed(ev.agent, "message", fmt.Errorf("unexpected %T during the run", ev.msg.GetMsg()), hooks)
 		return true
 	}
 	return false
 }
 
-// malformed fails agent r's share on a message it sent that the
-// coordinator refuses (what names it): its row keeps what it sent before
-// and names the error, and its stream's send side is closed, which ends
-// the share on the agent (its load stops) while the run goes on.
-func (rn *run) malformed(r *agentRun, what string, err error) {
-	r.err = fmt.Errorf("agent %s sent a malformed %s: %w", r.meta.GetName(), what, err)
-	rn.log.Warn("malformed message from an agent: its share ends; keeping its measurements so far", "agent", r.meta.GetName(), "err", err)
+// malformed fails agent i's share on a message it sent that the
+// coordinator refuses (what names it): the agent is lost (lose: its row
+// keeps what it sent before and names the error, the plan's on_agent_loss
+// applies), and its stream is closed, which ends the share on the agent
+// (its load stops).
+func (rn *run) malformed(i int, what string, err error, hooks RunHooks) {
+	r := rn.agents[i]
 	if cerr := r.stream.CloseSend(); cerr != nil {
 		rn.log.Debug("close send", "agent", r.meta.GetName(), "err", cerr)
 	}
+	rn.lose(i, fmt.Errorf("agent %s sent a malformed %s: %w", r.meta.GetName(), what, err), hooks)
 }
 
 // addInterval merges interval iv of agent a (with cpus usable CPUs, whose

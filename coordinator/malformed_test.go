@@ -134,7 +134,9 @@ func TestMalformedIntervalFailsTheShareNotTheCoordinator(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := srv.Requests()
-			p := plan.Plan{URL: srv.URL(), Connections: 2, Duration: time.Second, TLS: plan.TLS{CAPEM: b.CAPEM}}
+			// continue: the good agent runs its whole share (under the
+			// default, abort, the rogue's loss would stop it at once).
+			p := plan.Plan{URL: srv.URL(), Connections: 2, Duration: time.Second, TLS: plan.TLS{CAPEM: b.CAPEM}, OnAgentLoss: plan.ContinueOnLoss}
 			res, err := c.Coordinator.RunPlan(context.Background(), p, nil)
 			if err != nil {
 				t.Fatalf("RunPlan: %v", err)

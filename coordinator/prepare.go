@@ -138,6 +138,7 @@ func (rn *run) start() error {
 		return rn.stoppedBeforeStart()
 	}
 	for _, r := range rn.agents {
+		r.lastMsg = time.Now()
 		at := rn.startAt.Add(r.offset).UnixNano()
 		if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: at}}}); err != nil {
 			return status.Errorf(codes.Unavailable, "start agent %s: %v", r.meta.GetName(), err)
@@ -165,7 +166,9 @@ func (rn *run) acceptAgent(prepCtx context.Context, r *agentRun) error {
 	if r.offset, r.rtt, err = measureClock(prepCtx, client, c.cfg.ClockSamples); err != nil {
 		return fmt.Errorf("agent %s clock: %w", name, err)
 	}
-	r.stream, err = client.Run(rn.ctx)
+	streamCtx, cancelStream := context.WithCancel(rn.ctx)
+	r.cancelStream = cancelStream
+	r.stream, err = client.Run(streamCtx)
 	if err != nil {
 		return fmt.Errorf("agent %s: open run stream: %w", name, err)
 	}

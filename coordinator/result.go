@@ -16,8 +16,11 @@ import (
 )
 
 // result builds the run's merged result: the merge's histograms, timeline
-// and stages, each agent's row, the window (merge.Window) and the stages
-// cut to it when stopped early, and the skews in the coordinator's clock.
+// and stages, each agent's row (a lost one's with when and how), the
+// window (merge.Window over every agent's end, a lost agent's being its
+// last interval's) and the stages cut to it when it is shorter than
+// planned, the loss marks (Partial, Aborted), and the skews in the
+// coordinator's clock.
 func (rn *run) result() (*pb.RunResult, error) {
 	runID, p, startAt, runs, m := rn.id, rn.p, rn.startAt, rn.agents, rn.m
 	res := &pb.RunResult{
@@ -47,12 +50,21 @@ func (rn *run) result() (*pb.RunResult, error) {
 	}
 	var ends []time.Duration // each agent's window end, from its window start
 	var firsts spread        // the agents' first sends, coordinator clock
+	stopped := false         // an agent's window was ended early (StopRun, or an abort)
 	for _, r := range runs {
 		ar := rn.agentRow(r)
 		total.Add(&r.counters)
 		total.Issued += ar.Issued
 		res.InFlight += ar.InFlight
 		res.Agents = append(res.Agents, ar)
+		if r.lost {
+			// Its load ran, as far as the result holds it, to the end of
+			// its last interval received: never claim more.
+			res.Partial = true
+			if r.intervals > 0 {
+				ends = append(ends, r.lastEnd)
+			}
+		}
 		d := r.done
 		if d == nil {
 			continue
@@ -63,7 +75,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 			ends = append(ends, time.Unix(0, we).Sub(startAt.Add(r.offset+p.Warmup)))
 		}
 		if d.GetStopped() {
-			res.StoppedEarly = true
+			stopped = true
 		}
 		w, err := wire.CountsFromProto(d.GetWarmup())
 		if err != nil && ar.Error == "" {
@@ -82,9 +94,14 @@ func (rn *run) result() (*pb.RunResult, error) {
 	if w, ok := firsts.width(); ok {
 		res.StartSkew = durationpb.New(w)
 	}
-	window := merge.Window(p.Duration, ends, res.StoppedEarly)
+	res.StoppedEarly = stopped && rn.userStop
+	res.Aborted = rn.aborted
+	if rn.stall > 0 {
+		res.CoordinatorStall = durationpb.New(rn.stall)
+	}
+	window := merge.Window(p.Duration, ends, stopped || res.Partial)
 	res.Window = durationpb.New(window)
-	if res.StoppedEarly {
+	if window < p.Duration || res.StoppedEarly {
 		// Stages cut by the stop report the part that ran, so that their
 		// rates are over the time they had; later stages are empty.
 		merge.Cut(m.Stages(), window)
@@ -128,6 +145,12 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 		Rtt:         durationpb.New(r.rtt),
 		CpuList:     r.ready.GetCpuList(),
 		Missed:      r.counters.Missed,
+		Rate:        r.share.Rate,
+		Lost:        r.lost,
+	}
+	if r.lost {
+		ar.LostAt = durationpb.New(r.lostAt)
+		ar.Ran = durationpb.New(r.lastEnd)
 	}
 	if r.err != nil {
 		ar.Error = r.err.Error()

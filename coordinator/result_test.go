@@ -39,7 +39,7 @@ func TestResultAssembly(t *testing.T) {
 	c := &agentRun{meta: &pb.NodeMeta{Name: "c"}, err: errors.New("agent c: stream ended without a result")}
 	c.counters.Requests = 3
 	c.counters.Errors[0] = 1
-	rn := &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, b, c}, m: merge.New(p, 3), startAt: startAt}
+	rn := &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, b, c}, m: merge.New(p, 3), startAt: startAt, userStop: true}
 	res, err := rn.result()
 	if err != nil {
 		t.Fatal(err)
@@ -65,5 +65,64 @@ func TestResultAssembly(t *testing.T) {
 	}
 	if got := st[1].GetChangeSkew().AsDuration(); got != 3*time.Millisecond {
 		t.Errorf("stage 1 change skew %v, want 3ms", got)
+	}
+}
+
+// TestResultOfLostAgents: agents lost mid-run (as when the coordinator
+// stalled and every stream ended) make the result partial, with a window
+// that ends at the last interval received, never the planned one, lost
+// rows that say when and how long their load ran, and stages cut to the
+// window; an abort marks the result aborted, not stopped early.
+func TestResultOfLostAgents(t *testing.T) {
+	p := plan.Plan{URL: "https://127.0.0.1/", Connections: 4, Duration: 20 * time.Second, Interval: time.Second,
+		Stages: []plan.Stage{{Duration: 10 * time.Second, Connections: 4}, {Duration: 10 * time.Second, Connections: 8}}}
+	p.SetDefaults()
+	startAt := time.Unix(1000, 0)
+	a := &agentRun{meta: &pb.NodeMeta{Name: "a"}, err: errors.New("agent a: stream ended (EOF)"), lost: true,
+		lostAt: 9 * time.Second, lastEnd: 6 * time.Second, intervals: 6, share: plan.Share{Connections: 2}}
+	b := &agentRun{meta: &pb.NodeMeta{Name: "b"}, err: errors.New("agent b: stream ended (EOF)"), lost: true,
+		lostAt: 9 * time.Second, lastEnd: 5 * time.Second, intervals: 5, share: plan.Share{Connections: 2}}
+	rn := &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, b}, m: merge.New(p, 2), startAt: startAt,
+		stall: 3 * time.Second}
+	res, err := rn.result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.GetPartial() || res.GetStoppedEarly() || res.GetAborted() {
+		t.Errorf("partial %v, stopped early %v, aborted %v; want true, false, false", res.GetPartial(), res.GetStoppedEarly(), res.GetAborted())
+	}
+	if got := res.GetWindow().AsDuration(); got != 6*time.Second {
+		t.Errorf("window %v, want 6s (the last interval received), not the planned 20s", got)
+	}
+	if got := res.GetCoordinatorStall().AsDuration(); got != 3*time.Second {
+		t.Errorf("coordinator stall %v, want 3s", got)
+	}
+	ar := res.GetAgents()[1]
+	if !ar.GetLost() || ar.GetLostAt().AsDuration() != 9*time.Second || ar.GetRan().AsDuration() != 5*time.Second || ar.GetError() == "" {
+		t.Errorf("b's row %+v: want lost at 9s, ran 5s, with its error", ar)
+	}
+	if st := res.GetStages(); len(st) != 2 || st[0].GetDuration().AsDuration() != 6*time.Second || st[1].GetDuration().AsDuration() != 0 {
+		t.Errorf("stages %v, want cut to the 6 s window", st)
+	}
+
+	// The same with continue: an agent that ran its whole share keeps the
+	// planned window.
+	c := &agentRun{meta: &pb.NodeMeta{Name: "c"}, done: &pb.Done{WindowEndUnixNano: startAt.Add(20 * time.Second).UnixNano()}}
+	rn = &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, c}, m: merge.New(p, 2), startAt: startAt}
+	if res, err = rn.result(); err != nil {
+		t.Fatal(err)
+	}
+	if !res.GetPartial() || res.GetWindow().AsDuration() != 20*time.Second {
+		t.Errorf("continue: partial %v, window %v; want true, 20s", res.GetPartial(), res.GetWindow().AsDuration())
+	}
+
+	// An abort: the other agent stopped early by the policy.
+	c.done = &pb.Done{Stopped: true, WindowEndUnixNano: startAt.Add(9*time.Second + 300*time.Millisecond).UnixNano()}
+	rn = &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, c}, m: merge.New(p, 2), startAt: startAt, aborted: true}
+	if res, err = rn.result(); err != nil {
+		t.Fatal(err)
+	}
+	if !res.GetAborted() || res.GetStoppedEarly() || res.GetWindow().AsDuration() != 9300*time.Millisecond {
+		t.Errorf("abort: aborted %v, stopped early %v, window %v; want true, false, 9.3s", res.GetAborted(), res.GetStoppedEarly(), res.GetWindow().AsDuration())
 	}
 }

@@ -24,6 +24,10 @@ type agentRun struct {
 	offset, rtt time.Duration // agent clock - coordinator clock; RTT of that sample
 	ready       *pb.Ready
 
+	// cancelStream ends this agent's Run stream alone (the agent stops its
+	// load at once): the run loop calls it when it gives the agent up.
+	cancelStream context.CancelFunc
+
 	// Written by the run loop only.
 	counters  measure.Counts
 	cpu       time.Duration
@@ -32,6 +36,17 @@ type agentRun struct {
 	done      *pb.Done
 	ended     bool // the stream ended after Done
 	err       error
+	// lastMsg is when its last message came (coordinator clock), from the
+	// start on; next is the index of the interval it sends next.
+	lastMsg time.Time
+	next    int
+	// lastEnd is the end of its last interval received, from its window's
+	// start: how long its load ran, as far as the result holds it.
+	lastEnd time.Duration
+	// lost is set when the run gave the agent up after the start (err says
+	// how); lostAt is when, from the window's start.
+	lost   bool
+	lostAt time.Duration
 }
 
 // RunHooks are RunPlanWith's callbacks; each may be nil. They are called
@@ -43,8 +58,11 @@ type RunHooks struct {
 	// run refused before (bad plan, no free agents).
 	Accepted func(*pb.RunAccepted)
 	// Progress is called after each interval has been merged across
-	// agents.
+	// agents (the agents not lost).
 	Progress func(*pb.Progress)
+	// Lost is called when the run loses an agent after its start, before
+	// the policy's stop goes out.
+	Lost func(*pb.AgentLost)
 }
 
 // RunPlan executes p and returns its merged result. progress, if not nil, is
@@ -55,10 +73,14 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 }
 
 // RunPlanWith executes p and returns its merged result, calling hooks as
-// the run goes. When an agent fails mid-run, the result keeps everything
-// measured and names the failure in that agent's row; RunPlanWith then
-// returns the result and a nil error. StopRun ends the window early: the
-// result then covers the shortened window (RunResult.StoppedEarly). Errors
+// the run goes. When the run loses an agent after the start (its stream
+// ends before its Done, or it is silent past the bound of SilenceIntervals
+// and SilenceGrace), the result keeps everything the agent sent, names the
+// loss in its row (AgentResult.Lost, LostAt, Error) and is marked
+// RunResult.Partial; with p.OnAgentLoss abort every other agent's window
+// ends at once (RunResult.Aborted), with continue they run on. RunPlanWith
+// then returns the result and a nil error. StopRun ends the window early:
+// the result then covers the shortened window (RunResult.StoppedEarly). Errors
 // before the start (bad plan, no agents, an agent that cannot reach the
 // target, StopRun while the agents prepare: Canceled) return a nil result
 // and a gRPC status error.
@@ -84,7 +106,7 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	if err := rn.start(); err != nil {
 		return nil, err
 	}
-	if err := rn.loop(hooks.Progress); err != nil {
+	if err := rn.loop(hooks); err != nil {
 		return nil, err
 	}
 	rn.cancel() // ends every Run stream: agents return to idle
@@ -110,7 +132,17 @@ type run struct {
 	wg     sync.WaitGroup
 
 	startAt time.Time // the start instant, coordinator clock (set by start)
+
+	// Written by the run loop only.
+	userStop bool          // StopRun ended the window
+	aborted  bool          // on_agent_loss abort ended the window at a loss
+	stalled  time.Duration // the coordinator's own stalls, summed
+	stall    time.Duration // the longest of them
+	stallEnd time.Time     // when the last one ended
 }
+
+// windowStart returns the window's start instant, coordinator clock.
+func (rn *run) windowStart() time.Time { return rn.startAt.Add(rn.p.Warmup) }
 
 // newRun registers a run of p over agents for StopRun and splits p into
 // their shares.

@@ -48,11 +48,22 @@ type Point struct {
 	// for live progress only: results render from Latency.
 	P99 int64
 	// TargetRPS is the plan's target rate at the interval's middle (open
-	// loop only; 0 in closed loop).
-	TargetRPS float64
+	// loop only; 0 in closed loop); TargetConnections its connection
+	// target there (closed loop only; 0 in open loop). In a partial point
+	// both are the target of the agents not lost.
+	TargetRPS         float64
+	TargetConnections float64
 	// CPUBusy has one entry per agent: its CPU time over the interval's
 	// length times its CPUs, a 0-1 fraction (0 when not reported).
 	CPUBusy []float64
+	// Agents is the number of agents whose interval is merged in the
+	// point. Partial is set when an agent that Lose removed is missing
+	// from it: the point holds only the other agents' load.
+	Agents  int
+	Partial bool
+	// Counts are the interval's merged outcomes, on the point Add or Lose
+	// returns (for live progress); nil on Timeline's points.
+	Counts *measure.Counts
 }
 
 // Stage is one plan stage's merged outcome.
@@ -71,13 +82,18 @@ type Stage struct {
 type pending struct {
 	latency  *hist.Histogram
 	lateness *hist.Histogram // open loop only
+	counts   measure.Counts
 	requests int64
 	errors   int64
 	missed   int64
 	start    time.Duration
 	length   time.Duration
 	cpuBusy  []float64
+	// from marks the agents merged in; seen counts them, and lostSeen
+	// those of them that were lost since.
+	from     []bool
 	seen     int
+	lostSeen int
 }
 
 // Merger merges a run's intervals. It is not safe for concurrent use.
@@ -93,12 +109,16 @@ type Merger struct {
 	points map[int]*Point
 	stages []*Stage
 	seen   [][]uint64 // per agent, a bit per interval index merged; check allocates it
+	// lost marks the agents Lose removed; live counts the others.
+	lost []bool
+	live int
 }
 
 // New returns a merger for a run of plan p (defaults set) over agents
 // agents.
 func New(p plan.Plan, agents int) *Merger {
-	m := &Merger{p: p, agents: agents, total: hist.NewSet(), open: map[int]*pending{}, points: map[int]*Point{}}
+	m := &Merger{p: p, agents: agents, total: hist.NewSet(), open: map[int]*pending{}, points: map[int]*Point{},
+		lost: make([]bool, max(agents, 0)), live: agents}
 	for i, sp := range p.StageSpans() {
 		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
 	}
@@ -144,7 +164,7 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	}
 	p := m.open[iv.Index]
 	if p == nil {
-		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents)}
+		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), from: make([]bool, m.agents)}
 		if m.p.OpenLoop() {
 			p.lateness = m.newHist()
 		}
@@ -158,18 +178,61 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 			return nil, err
 		}
 	}
+	p.counts.Add(iv.Counts)
 	p.requests += iv.Counts.Requests
 	p.errors += iv.Counts.ErrorTotal()
 	p.missed += iv.Counts.Missed
 	p.length = max(p.length, iv.Length)
-	if iv.CPUs > 0 && iv.Length > 0 && iv.Agent >= 0 && iv.Agent < m.agents {
+	if iv.CPUs > 0 && iv.Length > 0 {
 		p.cpuBusy[iv.Agent] = iv.CPUTime.Seconds() / (iv.Length.Seconds() * float64(iv.CPUs))
 	}
-	p.seen++
-	if p.seen < m.agents {
+	if !p.from[iv.Agent] {
+		p.from[iv.Agent] = true
+		p.seen++
+		if m.lost[iv.Agent] {
+			p.lostSeen++
+		}
+	}
+	if p.seen-p.lostSeen < m.live {
 		return nil, nil
 	}
 	return m.finish(iv.Index)
+}
+
+// Lose removes agent a from the intervals still to come: what it sent is
+// kept, and an interval is complete once every other agent has sent it,
+// so the timeline keeps flowing. It returns, in index order, the points
+// that a's loss completed. The points a is missing from are Partial, with
+// the other agents' target. Losing an agent twice changes nothing.
+// Errors: a out of range, or a point's histogram that cannot be encoded.
+func (m *Merger) Lose(a int) ([]*Point, error) {
+	if a < 0 || a >= m.agents {
+		return nil, fmt.Errorf("lose agent %d of %d", a, m.agents)
+	}
+	if m.lost[a] {
+		return nil, nil
+	}
+	m.lost[a] = true
+	m.live--
+	var done []int
+	for k, p := range m.open {
+		if p.from[a] {
+			p.lostSeen++
+		}
+		if p.seen-p.lostSeen >= m.live {
+			done = append(done, k)
+		}
+	}
+	sort.Ints(done)
+	out := make([]*Point, 0, len(done))
+	for _, k := range done {
+		pt, err := m.finish(k)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, pt)
+	}
+	return out, nil
 }
 
 func (m *Merger) newHist() *hist.Histogram {
@@ -192,13 +255,21 @@ func (m *Merger) finish(k int) (*Point, error) {
 	pt := &Point{
 		Index: k, Start: p.start, Length: p.length,
 		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
-		Latency: b,
+		Latency: b, Agents: p.seen,
 	}
 	if p.latency.Count() > 0 {
 		pt.P99 = p.latency.ValueAtPercentile(99)
 	}
+	for a, lost := range m.lost {
+		if lost && !p.from[a] {
+			pt.Partial = true
+		}
+	}
+	target := m.targetAt(p.start+p.length/2, p.from)
 	if m.p.OpenLoop() {
-		pt.TargetRPS = m.p.TargetAt(p.start + p.length/2)
+		pt.TargetRPS = target
+	} else {
+		pt.TargetConnections = target
 	}
 	if p.lateness != nil {
 		if pt.Lateness, err = p.lateness.Encode(); err != nil {
@@ -209,8 +280,39 @@ func (m *Merger) finish(k int) (*Point, error) {
 	}
 	p.latency.Reset()
 	m.free = append(m.free, p.latency)
-	m.points[k] = pt
+	kept := *pt // the timeline keeps no counters: they are in the window's
+	m.points[k] = &kept
+	pt.Counts = &p.counts
 	return pt, nil
+}
+
+// targetAt returns the plan's target at offset t of the window (rate or
+// connections), less the parts (plan.Shares) of the lost agents missing
+// from an interval (from marks those merged in).
+func (m *Merger) targetAt(t time.Duration, from []bool) float64 {
+	missing := false
+	for a, lost := range m.lost {
+		missing = missing || lost && !from[a]
+	}
+	if !missing {
+		return m.p.TargetAt(t)
+	}
+	var base float64
+	targets := make([]float64, len(m.p.Stages))
+	durs := make([]time.Duration, len(m.p.Stages))
+	for a, lost := range m.lost {
+		if lost && !from[a] {
+			continue
+		}
+		base += float64(plan.Part(int(m.p.BaseTarget()), m.agents, a))
+		for j := range m.p.Stages {
+			targets[j] += float64(plan.Part(int(m.p.StageTarget(j)), m.agents, a))
+		}
+	}
+	for j, st := range m.p.Stages {
+		durs[j] = st.Duration
+	}
+	return plan.Ramp(base, durs, targets, t)
 }
 
 // Timeline finishes intervals some agent never sent (it failed) and

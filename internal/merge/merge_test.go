@@ -264,3 +264,65 @@ func TestWindowAndCut(t *testing.T) {
 		t.Errorf("cut at 3.5s: %v %v %v", st[0].Duration, st[1].Duration, st[2].Duration)
 	}
 }
+
+// TestLoseKeepsTimelineFlowing loses agent 1 of 3 (open loop, 300 req/s
+// split 100 each) after it sent intervals 0 and 1: interval 2, which agents
+// 0 and 2 had sent, completes at the loss; interval 3 completes with them
+// alone; both are partial with the two agents' 200 req/s target, and every
+// request agent 1 sent is kept.
+func TestLoseKeepsTimelineFlowing(t *testing.T) {
+	p := plan.Plan{Load: plan.OpenLoop, Rate: 300, Connections: 3, Interval: time.Second}
+	m := New(p, 3)
+	add := func(a, k int, requests int64) *Point {
+		t.Helper()
+		h := hist.New()
+		for range requests {
+			h.RecordMicros(100)
+		}
+		iv := &Interval{Agent: a, Index: k, Start: time.Duration(k) * time.Second, Length: time.Second, Counts: &measure.Counts{Requests: requests}}
+		for kind := range hist.NumKinds {
+			iv.Histograms[kind] = hist.New().EncodeV2()
+		}
+		iv.Histograms[hist.Latency] = h.EncodeV2()
+		pt, err := m.Add(iv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pt
+	}
+	for k := range 2 {
+		add(0, k, 10)
+		add(1, k, 20)
+		if pt := add(2, k, 30); pt == nil || pt.Partial || pt.Agents != 3 || pt.Requests != 60 || pt.TargetRPS != 300 {
+			t.Fatalf("interval %d before the loss: %+v, want 3 agents, 60 requests, whole, target 300", k, pt)
+		}
+	}
+	add(0, 2, 10)
+	add(2, 2, 30)
+	pts, err := m.Lose(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || pts[0].Index != 2 || !pts[0].Partial || pts[0].Agents != 2 || pts[0].Requests != 40 || pts[0].TargetRPS != 200 {
+		t.Fatalf("Lose(1) = %+v, want interval 2 partial, 2 agents, 40 requests, target 200", pts)
+	}
+	if again, err := m.Lose(1); err != nil || len(again) != 0 {
+		t.Errorf("second Lose(1) = %v, %v; want nothing", again, err)
+	}
+	if pt := add(0, 3, 10); pt != nil {
+		t.Fatalf("interval 3 complete with one of two live agents: %+v", pt)
+	}
+	if pt := add(2, 3, 30); pt == nil || !pt.Partial || pt.Agents != 2 || pt.TargetRPS != 200 {
+		t.Fatalf("interval 3 = %+v, want partial with 2 agents and target 200", pt)
+	}
+	if c := m.Counts(); c.Requests != 2*60+40+40 {
+		t.Errorf("window requests %d, want %d (everything agent 1 sent kept)", c.Requests, 2*60+40+40)
+	}
+	if _, err := m.Lose(3); err == nil {
+		t.Error("Lose(3) of 3 agents: no error")
+	}
+	tl, err := m.Timeline()
+	if err != nil || len(tl) != 4 {
+		t.Fatalf("timeline %d points, %v; want 4", len(tl), err)
+	}
+}

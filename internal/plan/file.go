@@ -40,6 +40,7 @@ type File struct {
 	TLS            fileTLS      `yaml:"tls"`
 	Stages         []fileStage  `yaml:"stages"`
 	Mix            []fileReq    `yaml:"mix"`
+	OnAgentLoss    string       `yaml:"on_agent_loss"` // "abort" (default) or "continue"
 }
 
 type fileTLS struct {
@@ -121,6 +122,13 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	}
 	if f.HTTP2 {
 		p.Protocol = H2
+	}
+	if f.OnAgentLoss != "" {
+		l, err := ParseLossPolicy(f.OnAgentLoss)
+		if err != nil {
+			return Plan{}, &FieldError{Field: "on_agent_loss", Value: fmt.Sprintf("%q", f.OnAgentLoss), Allowed: "want abort or continue"}
+		}
+		p.OnAgentLoss = l
 	}
 	if f.KeepAlive != nil {
 		p.NoKeepAlive = !*f.KeepAlive

@@ -150,3 +150,27 @@ func FuzzParseFile(f *testing.F) {
 		_ = p.Validate()
 	})
 }
+
+// TestOnAgentLoss: the plan file's on_agent_loss is abort by default,
+// takes continue, and names the field and the allowed values otherwise;
+// an unknown policy value fails validation.
+func TestOnAgentLoss(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want LossPolicy
+	}{{"url: https://a.test/\n", AbortOnLoss}, {"url: https://a.test/\non_agent_loss: abort\n", AbortOnLoss}, {"url: https://a.test/\non_agent_loss: continue\n", ContinueOnLoss}} {
+		p, err := ParseFile([]byte(c.in), nil)
+		if err != nil || p.OnAgentLoss != c.want {
+			t.Errorf("ParseFile(%q) = %v, %v; want %v", c.in, p.OnAgentLoss, err, c.want)
+		}
+	}
+	_, err := ParseFile([]byte("url: https://a.test/\non_agent_loss: retry\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), `on_agent_loss = "retry": want abort or continue`) {
+		t.Errorf("on_agent_loss: retry: %v", err)
+	}
+	p := Plan{URL: "https://a.test/", OnAgentLoss: LossPolicy(7)}
+	p.SetDefaults()
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "on_agent_loss = loss-policy(7): want abort or continue") {
+		t.Errorf("Validate(OnAgentLoss 7) = %v", err)
+	}
+}

@@ -96,6 +96,47 @@ type Plan struct {
 	// up to the window (Duration, if set, must equal the sum) and must be
 	// multiples of Interval. StageSpans gives their offsets and targets.
 	Stages []Stage
+
+	// OnAgentLoss is what the run does when it loses an agent after its
+	// start (the agent's stream ends, or it is silent past the bound in
+	// docs/design.md): AbortOnLoss (the zero value and default) ends every
+	// other agent's window at once; ContinueOnLoss lets them finish.
+	OnAgentLoss LossPolicy
+}
+
+// LossPolicy is what a run does when it loses an agent mid-run.
+type LossPolicy uint8
+
+const (
+	// AbortOnLoss ends every other agent's window at once, as a stop does:
+	// the result covers the window up to the loss, marked.
+	AbortOnLoss LossPolicy = iota
+	// ContinueOnLoss lets the other agents run their shares to the end:
+	// the intervals after the loss are marked partial.
+	ContinueOnLoss
+)
+
+// LossPolicies are the accepted spellings of a LossPolicy, in order.
+var LossPolicies = []string{"abort", "continue"}
+
+// String returns "abort" or "continue" (or "loss-policy(N)" for an
+// unknown value).
+func (l LossPolicy) String() string {
+	if int(l) < len(LossPolicies) {
+		return LossPolicies[l]
+	}
+	return fmt.Sprintf("loss-policy(%d)", uint8(l))
+}
+
+// ParseLossPolicy parses "abort" or "continue". Errors say what is
+// accepted.
+func ParseLossPolicy(s string) (LossPolicy, error) {
+	for i, name := range LossPolicies {
+		if s == name {
+			return LossPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("want abort or continue, got %q", s)
 }
 
 // Protocol is the HTTP version a plan speaks.
@@ -363,6 +404,9 @@ func (p *Plan) Check() (Parsed, error) {
 	}
 	if p.Agents < 0 {
 		bad("agents", fmt.Sprint(p.Agents), "want 0 (all live agents) or more")
+	}
+	if p.OnAgentLoss > ContinueOnLoss {
+		bad("on_agent_loss", p.OnAgentLoss.String(), "want abort or continue")
 	}
 	if p.Agents > 0 && p.Connections >= 1 && p.Agents > p.Connections {
 		bad("agents", fmt.Sprint(p.Agents), fmt.Sprintf("want at most connections (%d): every agent needs a connection", p.Connections))

@@ -13,14 +13,20 @@ import (
 func TimelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
 	out := make([]*pb.TimelinePoint, 0, len(tl))
 	for _, pt := range tl {
-		tp := &pb.TimelinePoint{
-			Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
-			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
-			TargetRps: pt.TargetRPS, Latency: pt.Latency, Lateness: pt.Lateness,
-		}
-		out = append(out, tp)
+		out = append(out, PointToProto(pt))
 	}
 	return out
+}
+
+// PointToProto converts one merged timeline point (as Progress carries
+// it).
+func PointToProto(pt *merge.Point) *pb.TimelinePoint {
+	return &pb.TimelinePoint{
+		Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
+		Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
+		TargetRps: pt.TargetRPS, TargetConnections: pt.TargetConnections, Latency: pt.Latency, Lateness: pt.Lateness,
+		Agents: int32(pt.Agents), Partial: pt.Partial,
+	}
 }
 
 // StagesToProto converts the merged stages (latency V2 compressed).

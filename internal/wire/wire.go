@@ -33,6 +33,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 		Resolver:       p.Resolver,
 		Headers:        headersToProto(p.Headers),
 		MaxConnections: int64(p.MaxConnections),
+		OnAgentLoss:    lossToProto(p.OnAgentLoss),
 		Tls: &pb.TLSOptions{
 			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
 			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
@@ -94,6 +95,7 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		Resolver:       m.GetResolver(),
 		Headers:        headersFromProto(m.GetHeaders()),
 		MaxConnections: int(m.GetMaxConnections()),
+		OnAgentLoss:    lossFromProto(m.GetOnAgentLoss()),
 		TLS: plan.TLS{
 			Insecure:   m.GetTls().GetInsecure(),
 			CAPEM:      m.GetTls().GetCaPem(),
@@ -147,6 +149,28 @@ func protocolFromProto(p pb.Protocol) plan.Protocol {
 		return plan.H2
 	}
 	return plan.Protocol(255)
+}
+
+func lossToProto(l plan.LossPolicy) pb.AgentLossPolicy {
+	switch l {
+	case plan.AbortOnLoss:
+		return pb.AgentLossPolicy_AGENT_LOSS_POLICY_ABORT
+	case plan.ContinueOnLoss:
+		return pb.AgentLossPolicy_AGENT_LOSS_POLICY_CONTINUE
+	}
+	return pb.AgentLossPolicy(-1) // rejected by the receiver's validation
+}
+
+// lossFromProto maps unspecified to abort, and a value this build does
+// not know to a plan.LossPolicy that Validate rejects.
+func lossFromProto(l pb.AgentLossPolicy) plan.LossPolicy {
+	switch l {
+	case pb.AgentLossPolicy_AGENT_LOSS_POLICY_UNSPECIFIED, pb.AgentLossPolicy_AGENT_LOSS_POLICY_ABORT:
+		return plan.AbortOnLoss
+	case pb.AgentLossPolicy_AGENT_LOSS_POLICY_CONTINUE:
+		return plan.ContinueOnLoss
+	}
+	return plan.LossPolicy(255)
 }
 
 // ShareToProto converts a share.

@@ -398,6 +398,7 @@ type RunPlanResponse struct {
 	//	*RunPlanResponse_Progress
 	//	*RunPlanResponse_Result
 	//	*RunPlanResponse_Accepted
+	//	*RunPlanResponse_AgentLost
 	Msg           isRunPlanResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -467,6 +468,15 @@ func (x *RunPlanResponse) GetAccepted() *RunAccepted {
 	return nil
 }
 
+func (x *RunPlanResponse) GetAgentLost() *AgentLost {
+	if x != nil {
+		if x, ok := x.Msg.(*RunPlanResponse_AgentLost); ok {
+			return x.AgentLost
+		}
+	}
+	return nil
+}
+
 type isRunPlanResponse_Msg interface {
 	isRunPlanResponse_Msg()
 }
@@ -484,11 +494,95 @@ type RunPlanResponse_Accepted struct {
 	Accepted *RunAccepted `protobuf:"bytes,3,opt,name=accepted,proto3,oneof"`
 }
 
+type RunPlanResponse_AgentLost struct {
+	// agent_lost is sent when the run loses an agent after its start.
+	AgentLost *AgentLost `protobuf:"bytes,4,opt,name=agent_lost,json=agentLost,proto3,oneof"`
+}
+
 func (*RunPlanResponse_Progress) isRunPlanResponse_Msg() {}
 
 func (*RunPlanResponse_Result) isRunPlanResponse_Msg() {}
 
 func (*RunPlanResponse_Accepted) isRunPlanResponse_Msg() {}
+
+func (*RunPlanResponse_AgentLost) isRunPlanResponse_Msg() {}
+
+// AgentLost reports that a run lost an agent after its start: its stream
+// ended before its Done, or it was silent past the bound docs/design.md
+// states. Everything it sent before is kept.
+type AgentLost struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent is the lost agent's name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// error says how it was lost, naming it: "agent a2: stream ended
+	// (error reading from server: EOF)", "agent a2: silent for 4.0s ...".
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// at is when the coordinator noticed, from the window's start.
+	At *durationpb.Duration `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	// aborting is set when the plan's policy (on_agent_loss abort) now
+	// ends every other agent's window.
+	Aborting      bool `protobuf:"varint,4,opt,name=aborting,proto3" json:"aborting,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentLost) Reset() {
+	*x = AgentLost{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentLost) ProtoMessage() {}
+
+func (x *AgentLost) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentLost.ProtoReflect.Descriptor instead.
+func (*AgentLost) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AgentLost) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *AgentLost) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *AgentLost) GetAt() *durationpb.Duration {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *AgentLost) GetAborting() bool {
+	if x != nil {
+		return x.Aborting
+	}
+	return false
+}
 
 // RunAccepted is the first message of a RunPlan stream, sent once the plan
 // is valid and its agents are chosen, before they connect to the target:
@@ -506,7 +600,7 @@ type RunAccepted struct {
 
 func (x *RunAccepted) Reset() {
 	*x = RunAccepted{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +612,7 @@ func (x *RunAccepted) String() string {
 func (*RunAccepted) ProtoMessage() {}
 
 func (x *RunAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +625,7 @@ func (x *RunAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAccepted.ProtoReflect.Descriptor instead.
 func (*RunAccepted) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunAccepted) GetRunId() string {
@@ -559,7 +653,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +665,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +678,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -605,7 +699,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +711,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +724,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
 }
 
 // Progress is the merged state after one interval.
@@ -646,14 +740,19 @@ type Progress struct {
 	// p99_us is the interval's merged 99th percentile latency.
 	P99Us int64 `protobuf:"varint,5,opt,name=p99_us,json=p99Us,proto3" json:"p99_us,omitempty"`
 	// interval is the interval length.
-	Interval      *durationpb.Duration `protobuf:"bytes,6,opt,name=interval,proto3" json:"interval,omitempty"`
+	Interval *durationpb.Duration `protobuf:"bytes,6,opt,name=interval,proto3" json:"interval,omitempty"`
+	// point is the merged interval itself, latency histogram included, and
+	// counters its merged outcomes: from the points received coordctl can
+	// build a partial report when it loses the coordinator.
+	Point         *TimelinePoint `protobuf:"bytes,7,opt,name=point,proto3" json:"point,omitempty"`
+	Counters      *Counters      `protobuf:"bytes,8,opt,name=counters,proto3" json:"counters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +764,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +777,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Progress) GetRunId() string {
@@ -723,6 +822,20 @@ func (x *Progress) GetInterval() *durationpb.Duration {
 	return nil
 }
 
+func (x *Progress) GetPoint() *TimelinePoint {
+	if x != nil {
+		return x.Point
+	}
+	return nil
+}
+
+func (x *Progress) GetCounters() *Counters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
 // RunResult is a run's merged raw result; percentiles are computed from
 // histogram by the renderer, never averaged.
 type RunResult struct {
@@ -759,14 +872,27 @@ type RunResult struct {
 	// shortened window, from the start instant to the last request's end
 	// (the longest across agents), and every figure covers it. False when
 	// the stop came too late to shorten anything.
-	StoppedEarly  bool `protobuf:"varint,15,opt,name=stopped_early,json=stoppedEarly,proto3" json:"stopped_early,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StoppedEarly bool `protobuf:"varint,15,opt,name=stopped_early,json=stoppedEarly,proto3" json:"stopped_early,omitempty"`
+	// partial is set when the run was not whole: it lost an agent (see
+	// agents[].lost), whatever the plan's on_agent_loss. window then ends
+	// with the last load the result holds (never later), and timeline points
+	// missing a lost agent are marked partial.
+	Partial bool `protobuf:"varint,16,opt,name=partial,proto3" json:"partial,omitempty"`
+	// aborted is set when on_agent_loss abort ended the run at a loss: every
+	// other agent's window was ended then.
+	Aborted bool `protobuf:"varint,17,opt,name=aborted,proto3" json:"aborted,omitempty"`
+	// coordinator_stall is the longest time the coordinator itself was
+	// stalled (frozen, or starved of CPU) during the run, when over 1 s; the
+	// agents stop their load on their own when their coordinator is silent
+	// for 2 s.
+	CoordinatorStall *durationpb.Duration `protobuf:"bytes,18,opt,name=coordinator_stall,json=coordinatorStall,proto3" json:"coordinator_stall,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +904,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +917,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -899,6 +1025,27 @@ func (x *RunResult) GetStoppedEarly() bool {
 	return false
 }
 
+func (x *RunResult) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
+func (x *RunResult) GetAborted() bool {
+	if x != nil {
+		return x.Aborted
+	}
+	return false
+}
+
+func (x *RunResult) GetCoordinatorStall() *durationpb.Duration {
+	if x != nil {
+		return x.CoordinatorStall
+	}
+	return nil
+}
+
 // TimelinePoint is interval k of the window, merged across agents: every
 // agent's interval k covers the same offsets from the start instant.
 type TimelinePoint struct {
@@ -922,14 +1069,23 @@ type TimelinePoint struct {
 	Latency []byte `protobuf:"bytes,13,opt,name=latency,proto3" json:"latency,omitempty"`
 	// lateness is the interval's send-lateness histogram merged across
 	// agents (V2 compressed, us; open loop only, else empty).
-	Lateness      []byte `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Lateness []byte `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
+	// agents is the number of agents whose interval is merged in the point.
+	Agents int32 `protobuf:"varint,15,opt,name=agents,proto3" json:"agents,omitempty"`
+	// partial is set when an agent lost before this interval is missing
+	// from it; target_rps and target_connections are then the remaining
+	// agents' target.
+	Partial bool `protobuf:"varint,16,opt,name=partial,proto3" json:"partial,omitempty"`
+	// target_connections is the plan's connection target at the interval's
+	// middle (closed loop; 0 in open loop).
+	TargetConnections float64 `protobuf:"fixed64,17,opt,name=target_connections,json=targetConnections,proto3" json:"target_connections,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TimelinePoint) Reset() {
 	*x = TimelinePoint{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1097,7 @@ func (x *TimelinePoint) String() string {
 func (*TimelinePoint) ProtoMessage() {}
 
 func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1110,7 @@ func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
 func (*TimelinePoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TimelinePoint) GetIndex() int32 {
@@ -1027,6 +1183,27 @@ func (x *TimelinePoint) GetLateness() []byte {
 	return nil
 }
 
+func (x *TimelinePoint) GetAgents() int32 {
+	if x != nil {
+		return x.Agents
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
+func (x *TimelinePoint) GetTargetConnections() float64 {
+	if x != nil {
+		return x.TargetConnections
+	}
+	return 0
+}
+
 // StageResult is one stage's merged outcome.
 type StageResult struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1049,7 +1226,7 @@ type StageResult struct {
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1238,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1251,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StageResult) GetIndex() int32 {
@@ -1163,14 +1340,24 @@ type AgentResult struct {
 	// when not pinned.
 	CpuList string `protobuf:"bytes,14,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
 	// missed counts the agent's late open-loop sends.
-	Missed        int64 `protobuf:"varint,15,opt,name=missed,proto3" json:"missed,omitempty"`
+	Missed int64 `protobuf:"varint,15,opt,name=missed,proto3" json:"missed,omitempty"`
+	// lost is set when the run lost the agent after its start (error says
+	// how); lost_at is when the coordinator noticed, from the window's
+	// start, and ran how long its load ran as far as the result holds it
+	// (the end of its last interval received), from the window's start.
+	Lost   bool                 `protobuf:"varint,16,opt,name=lost,proto3" json:"lost,omitempty"`
+	LostAt *durationpb.Duration `protobuf:"bytes,17,opt,name=lost_at,json=lostAt,proto3" json:"lost_at,omitempty"`
+	Ran    *durationpb.Duration `protobuf:"bytes,18,opt,name=ran,proto3" json:"ran,omitempty"`
+	// rate is the agent's share of the open-loop rate, requests/s (0 in
+	// closed loop).
+	Rate          int64 `protobuf:"varint,19,opt,name=rate,proto3" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1369,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1382,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AgentResult) GetName() string {
@@ -1303,6 +1490,34 @@ func (x *AgentResult) GetMissed() int64 {
 	return 0
 }
 
+func (x *AgentResult) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
+}
+
+func (x *AgentResult) GetLostAt() *durationpb.Duration {
+	if x != nil {
+		return x.LostAt
+	}
+	return nil
+}
+
+func (x *AgentResult) GetRan() *durationpb.Duration {
+	if x != nil {
+		return x.Ran
+	}
+	return nil
+}
+
+func (x *AgentResult) GetRate() int64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
 var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
@@ -1327,25 +1542,34 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x12ListAgentsResponse\x12,\n" +
 	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"6\n" +
 	"\x0eRunPlanRequest\x12$\n" +
-	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\"\xb4\x01\n" +
+	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\"\xec\x01\n" +
 	"\x0fRunPlanResponse\x122\n" +
 	"\bprogress\x18\x01 \x01(\v2\x14.phalanx.v1.ProgressH\x00R\bprogress\x12/\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.phalanx.v1.RunResultH\x00R\x06result\x125\n" +
-	"\baccepted\x18\x03 \x01(\v2\x17.phalanx.v1.RunAcceptedH\x00R\bacceptedB\x05\n" +
-	"\x03msg\"<\n" +
+	"\baccepted\x18\x03 \x01(\v2\x17.phalanx.v1.RunAcceptedH\x00R\baccepted\x126\n" +
+	"\n" +
+	"agent_lost\x18\x04 \x01(\v2\x15.phalanx.v1.AgentLostH\x00R\tagentLostB\x05\n" +
+	"\x03msg\"~\n" +
+	"\tAgentLost\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12)\n" +
+	"\x02at\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x02at\x12\x1a\n" +
+	"\baborting\x18\x04 \x01(\bR\baborting\"<\n" +
 	"\vRunAccepted\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06agents\x18\x02 \x01(\x05R\x06agents\"'\n" +
 	"\x0eStopRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x11\n" +
-	"\x0fStopRunResponse\"\xb9\x01\n" +
+	"\x0fStopRunResponse\"\x9c\x02\n" +
 	"\bProgress\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x1a\n" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x03R\x06errors\x12\x15\n" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
-	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xbe\x05\n" +
+	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
+	"\x05point\x18\a \x01(\v2\x19.phalanx.v1.TimelinePointR\x05point\x120\n" +
+	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xba\x06\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -1366,7 +1590,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"maxStreams\x125\n" +
 	"\btimeline\x18\r \x03(\v2\x19.phalanx.v1.TimelinePointR\btimeline\x12/\n" +
 	"\x06stages\x18\x0e \x03(\v2\x17.phalanx.v1.StageResultR\x06stages\x12#\n" +
-	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\"\xfd\x02\n" +
+	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\x12\x18\n" +
+	"\apartial\x18\x10 \x01(\bR\apartial\x12\x18\n" +
+	"\aaborted\x18\x11 \x01(\bR\aaborted\x12F\n" +
+	"\x11coordinator_stall\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10coordinatorStall\"\xde\x03\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -1378,7 +1605,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"target_rps\x18\v \x01(\x01R\ttargetRps\x12\x19\n" +
 	"\bcpu_busy\x18\f \x03(\x01R\acpuBusy\x12\x18\n" +
 	"\alatency\x18\r \x01(\fR\alatency\x12\x1a\n" +
-	"\blateness\x18\x0e \x01(\fR\blatenessJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\blateness\x18\x0e \x01(\fR\blateness\x12\x16\n" +
+	"\x06agents\x18\x0f \x01(\x05R\x06agents\x12\x18\n" +
+	"\apartial\x18\x10 \x01(\bR\apartial\x12-\n" +
+	"\x12target_connections\x18\x11 \x01(\x01R\x11targetConnectionsJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +
@@ -1391,7 +1621,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
 	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"changeSkew\"\x85\x04\n" +
+	"changeSkew\"\x8e\x05\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -1408,7 +1638,11 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
 	"\tgrpc_addr\x18\r \x01(\tR\bgrpcAddr\x12\x19\n" +
 	"\bcpu_list\x18\x0e \x01(\tR\acpuList\x12\x16\n" +
-	"\x06missed\x18\x0f \x01(\x03R\x06missed2\xaf\x02\n" +
+	"\x06missed\x18\x0f \x01(\x03R\x06missed\x12\x12\n" +
+	"\x04lost\x18\x10 \x01(\bR\x04lost\x122\n" +
+	"\alost_at\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x06lostAt\x12+\n" +
+	"\x03ran\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x03ran\x12\x12\n" +
+	"\x04rate\x18\x13 \x01(\x03R\x04rate2\xaf\x02\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
@@ -1428,7 +1662,7 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*KeyringRequest)(nil),      // 0: phalanx.v1.KeyringRequest
 	(*KeyringResponse)(nil),     // 1: phalanx.v1.KeyringResponse
@@ -1438,66 +1672,74 @@ var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*ListAgentsResponse)(nil),  // 5: phalanx.v1.ListAgentsResponse
 	(*RunPlanRequest)(nil),      // 6: phalanx.v1.RunPlanRequest
 	(*RunPlanResponse)(nil),     // 7: phalanx.v1.RunPlanResponse
-	(*RunAccepted)(nil),         // 8: phalanx.v1.RunAccepted
-	(*StopRunRequest)(nil),      // 9: phalanx.v1.StopRunRequest
-	(*StopRunResponse)(nil),     // 10: phalanx.v1.StopRunResponse
-	(*Progress)(nil),            // 11: phalanx.v1.Progress
-	(*RunResult)(nil),           // 12: phalanx.v1.RunResult
-	(*TimelinePoint)(nil),       // 13: phalanx.v1.TimelinePoint
-	(*StageResult)(nil),         // 14: phalanx.v1.StageResult
-	(*AgentResult)(nil),         // 15: phalanx.v1.AgentResult
-	(KeyringOp)(0),              // 16: phalanx.v1.KeyringOp
-	(Role)(0),                   // 17: phalanx.v1.Role
-	(*NodeMeta)(nil),            // 18: phalanx.v1.NodeMeta
-	(*Plan)(nil),                // 19: phalanx.v1.Plan
-	(*durationpb.Duration)(nil), // 20: google.protobuf.Duration
-	(*Histograms)(nil),          // 21: phalanx.v1.Histograms
+	(*AgentLost)(nil),           // 8: phalanx.v1.AgentLost
+	(*RunAccepted)(nil),         // 9: phalanx.v1.RunAccepted
+	(*StopRunRequest)(nil),      // 10: phalanx.v1.StopRunRequest
+	(*StopRunResponse)(nil),     // 11: phalanx.v1.StopRunResponse
+	(*Progress)(nil),            // 12: phalanx.v1.Progress
+	(*RunResult)(nil),           // 13: phalanx.v1.RunResult
+	(*TimelinePoint)(nil),       // 14: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),         // 15: phalanx.v1.StageResult
+	(*AgentResult)(nil),         // 16: phalanx.v1.AgentResult
+	(KeyringOp)(0),              // 17: phalanx.v1.KeyringOp
+	(Role)(0),                   // 18: phalanx.v1.Role
+	(*NodeMeta)(nil),            // 19: phalanx.v1.NodeMeta
+	(*Plan)(nil),                // 20: phalanx.v1.Plan
+	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
 	(*Counters)(nil),            // 22: phalanx.v1.Counters
+	(*Histograms)(nil),          // 23: phalanx.v1.Histograms
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	16, // 0: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	17, // 0: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
 	2,  // 1: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
 	3,  // 2: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
-	17, // 3: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
-	18, // 4: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	19, // 5: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
-	11, // 6: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
-	12, // 7: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	8,  // 8: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
-	20, // 9: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	19, // 10: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	20, // 11: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	21, // 12: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	22, // 13: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	20, // 14: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	15, // 15: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	22, // 16: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	20, // 17: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	13, // 18: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
-	14, // 19: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
-	20, // 20: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	20, // 21: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	20, // 22: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	20, // 23: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	22, // 24: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	20, // 25: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	20, // 26: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	20, // 27: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	20, // 28: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	20, // 29: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	4,  // 30: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	6,  // 31: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	9,  // 32: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	0,  // 33: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	5,  // 34: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	7,  // 35: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	10, // 36: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	1,  // 37: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	34, // [34:38] is the sub-list for method output_type
-	30, // [30:34] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	18, // 3: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
+	19, // 4: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	20, // 5: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	12, // 6: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
+	13, // 7: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
+	9,  // 8: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
+	8,  // 9: phalanx.v1.RunPlanResponse.agent_lost:type_name -> phalanx.v1.AgentLost
+	21, // 10: phalanx.v1.AgentLost.at:type_name -> google.protobuf.Duration
+	21, // 11: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	14, // 12: phalanx.v1.Progress.point:type_name -> phalanx.v1.TimelinePoint
+	22, // 13: phalanx.v1.Progress.counters:type_name -> phalanx.v1.Counters
+	20, // 14: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	21, // 15: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	23, // 16: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	22, // 17: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	21, // 18: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	16, // 19: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	22, // 20: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	21, // 21: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	14, // 22: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	15, // 23: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	21, // 24: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
+	21, // 25: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	21, // 26: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	21, // 27: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	21, // 28: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	22, // 29: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	21, // 30: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	21, // 31: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	21, // 32: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	21, // 33: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	21, // 34: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	21, // 35: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
+	21, // 36: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
+	4,  // 37: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	6,  // 38: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	10, // 39: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	0,  // 40: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	5,  // 41: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	7,  // 42: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	11, // 43: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	1,  // 44: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	41, // [41:45] is the sub-list for method output_type
+	37, // [37:41] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -1512,6 +1754,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 		(*RunPlanResponse_Progress)(nil),
 		(*RunPlanResponse_Result)(nil),
 		(*RunPlanResponse_Accepted)(nil),
+		(*RunPlanResponse_AgentLost)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1519,7 +1762,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

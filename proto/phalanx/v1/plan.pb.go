@@ -22,6 +22,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AgentLossPolicy is what a run does when it loses an agent mid-run.
+type AgentLossPolicy int32
+
+const (
+	// AGENT_LOSS_POLICY_UNSPECIFIED is AGENT_LOSS_POLICY_ABORT.
+	AgentLossPolicy_AGENT_LOSS_POLICY_UNSPECIFIED AgentLossPolicy = 0
+	// AGENT_LOSS_POLICY_ABORT ends every other agent's window at once (as
+	// StopRun does): the result covers the window up to the loss.
+	AgentLossPolicy_AGENT_LOSS_POLICY_ABORT AgentLossPolicy = 1
+	// AGENT_LOSS_POLICY_CONTINUE lets the other agents run their shares to
+	// the end: the intervals after the loss are partial.
+	AgentLossPolicy_AGENT_LOSS_POLICY_CONTINUE AgentLossPolicy = 2
+)
+
+// Enum value maps for AgentLossPolicy.
+var (
+	AgentLossPolicy_name = map[int32]string{
+		0: "AGENT_LOSS_POLICY_UNSPECIFIED",
+		1: "AGENT_LOSS_POLICY_ABORT",
+		2: "AGENT_LOSS_POLICY_CONTINUE",
+	}
+	AgentLossPolicy_value = map[string]int32{
+		"AGENT_LOSS_POLICY_UNSPECIFIED": 0,
+		"AGENT_LOSS_POLICY_ABORT":       1,
+		"AGENT_LOSS_POLICY_CONTINUE":    2,
+	}
+)
+
+func (x AgentLossPolicy) Enum() *AgentLossPolicy {
+	p := new(AgentLossPolicy)
+	*p = x
+	return p
+}
+
+func (x AgentLossPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AgentLossPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_plan_proto_enumTypes[0].Descriptor()
+}
+
+func (AgentLossPolicy) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_plan_proto_enumTypes[0]
+}
+
+func (x AgentLossPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AgentLossPolicy.Descriptor instead.
+func (AgentLossPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{0}
+}
+
 // Protocol is the HTTP version a plan speaks.
 type Protocol int32
 
@@ -60,11 +115,11 @@ func (x Protocol) String() string {
 }
 
 func (Protocol) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_v1_plan_proto_enumTypes[0].Descriptor()
+	return file_phalanx_v1_plan_proto_enumTypes[1].Descriptor()
 }
 
 func (Protocol) Type() protoreflect.EnumType {
-	return &file_phalanx_v1_plan_proto_enumTypes[0]
+	return &file_phalanx_v1_plan_proto_enumTypes[1]
 }
 
 func (x Protocol) Number() protoreflect.EnumNumber {
@@ -73,7 +128,7 @@ func (x Protocol) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Protocol.Descriptor instead.
 func (Protocol) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_plan_proto_rawDescGZIP(), []int{1}
 }
 
 // Plan is the whole test as submitted to the coordinator. The coordinator
@@ -127,7 +182,11 @@ type Plan struct {
 	//
 	//	*Plan_ClosedLoop
 	//	*Plan_OpenLoop
-	Load          isPlan_Load `protobuf_oneof:"load"`
+	Load isPlan_Load `protobuf_oneof:"load"`
+	// on_agent_loss says what the run does when it loses an agent after the
+	// start (its stream ends, or it is silent past the bound in
+	// docs/design.md); unspecified means abort.
+	OnAgentLoss   AgentLossPolicy `protobuf:"varint,25,opt,name=on_agent_loss,json=onAgentLoss,proto3,enum=phalanx.v1.AgentLossPolicy" json:"on_agent_loss,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +377,13 @@ func (x *Plan) GetOpenLoop() *OpenLoop {
 		}
 	}
 	return nil
+}
+
+func (x *Plan) GetOnAgentLoss() AgentLossPolicy {
+	if x != nil {
+		return x.OnAgentLoss
+	}
+	return AgentLossPolicy_AGENT_LOSS_POLICY_UNSPECIFIED
 }
 
 type isPlan_Load interface {
@@ -884,7 +950,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe8\x06\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa9\a\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -910,7 +976,8 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\bprotocol\x18\x16 \x01(\x0e2\x14.phalanx.v1.ProtocolR\bprotocol\x129\n" +
 	"\vclosed_loop\x18\x17 \x01(\v2\x16.phalanx.v1.ClosedLoopH\x00R\n" +
 	"closedLoop\x123\n" +
-	"\topen_loop\x18\x18 \x01(\v2\x14.phalanx.v1.OpenLoopH\x00R\bopenLoopB\x06\n" +
+	"\topen_loop\x18\x18 \x01(\v2\x14.phalanx.v1.OpenLoopH\x00R\bopenLoop\x12?\n" +
+	"\ron_agent_loss\x18\x19 \x01(\x0e2\x1b.phalanx.v1.AgentLossPolicyR\vonAgentLossB\x06\n" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +
@@ -956,7 +1023,11 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\brequests\x18\x06 \x01(\x03R\brequests\x12\x12\n" +
 	"\x04rate\x18\a \x01(\x03R\x04rate\x12'\n" +
 	"\x0fmax_connections\x18\b \x01(\x03R\x0emaxConnections\x12#\n" +
-	"\rstage_targets\x18\t \x03(\x03R\fstageTargets*L\n" +
+	"\rstage_targets\x18\t \x03(\x03R\fstageTargets*q\n" +
+	"\x0fAgentLossPolicy\x12!\n" +
+	"\x1dAGENT_LOSS_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17AGENT_LOSS_POLICY_ABORT\x10\x01\x12\x1e\n" +
+	"\x1aAGENT_LOSS_POLICY_CONTINUE\x10\x02*L\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePROTOCOL_HTTP1\x10\x01\x12\x12\n" +
@@ -974,41 +1045,43 @@ func file_phalanx_v1_plan_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_plan_proto_rawDescData
 }
 
-var file_phalanx_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_phalanx_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_phalanx_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_phalanx_v1_plan_proto_goTypes = []any{
-	(Protocol)(0),               // 0: phalanx.v1.Protocol
-	(*Plan)(nil),                // 1: phalanx.v1.Plan
-	(*ClosedLoop)(nil),          // 2: phalanx.v1.ClosedLoop
-	(*OpenLoop)(nil),            // 3: phalanx.v1.OpenLoop
-	(*Stage)(nil),               // 4: phalanx.v1.Stage
-	(*Request)(nil),             // 5: phalanx.v1.Request
-	(*Header)(nil),              // 6: phalanx.v1.Header
-	(*TLSOptions)(nil),          // 7: phalanx.v1.TLSOptions
-	(*Share)(nil),               // 8: phalanx.v1.Share
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(AgentLossPolicy)(0),        // 0: phalanx.v1.AgentLossPolicy
+	(Protocol)(0),               // 1: phalanx.v1.Protocol
+	(*Plan)(nil),                // 2: phalanx.v1.Plan
+	(*ClosedLoop)(nil),          // 3: phalanx.v1.ClosedLoop
+	(*OpenLoop)(nil),            // 4: phalanx.v1.OpenLoop
+	(*Stage)(nil),               // 5: phalanx.v1.Stage
+	(*Request)(nil),             // 6: phalanx.v1.Request
+	(*Header)(nil),              // 7: phalanx.v1.Header
+	(*TLSOptions)(nil),          // 8: phalanx.v1.TLSOptions
+	(*Share)(nil),               // 9: phalanx.v1.Share
+	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 }
 var file_phalanx_v1_plan_proto_depIdxs = []int32{
-	6,  // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
-	9,  // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
-	9,  // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
-	7,  // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
-	9,  // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
-	9,  // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
-	5,  // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
-	0,  // 7: phalanx.v1.Plan.protocol:type_name -> phalanx.v1.Protocol
-	2,  // 8: phalanx.v1.Plan.closed_loop:type_name -> phalanx.v1.ClosedLoop
-	3,  // 9: phalanx.v1.Plan.open_loop:type_name -> phalanx.v1.OpenLoop
-	4,  // 10: phalanx.v1.ClosedLoop.stages:type_name -> phalanx.v1.Stage
-	4,  // 11: phalanx.v1.OpenLoop.stages:type_name -> phalanx.v1.Stage
-	9,  // 12: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
-	6,  // 13: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
-	1,  // 14: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 0: phalanx.v1.Plan.headers:type_name -> phalanx.v1.Header
+	10, // 1: phalanx.v1.Plan.duration:type_name -> google.protobuf.Duration
+	10, // 2: phalanx.v1.Plan.timeout:type_name -> google.protobuf.Duration
+	8,  // 3: phalanx.v1.Plan.tls:type_name -> phalanx.v1.TLSOptions
+	10, // 4: phalanx.v1.Plan.interval:type_name -> google.protobuf.Duration
+	10, // 5: phalanx.v1.Plan.warmup:type_name -> google.protobuf.Duration
+	6,  // 6: phalanx.v1.Plan.mix:type_name -> phalanx.v1.Request
+	1,  // 7: phalanx.v1.Plan.protocol:type_name -> phalanx.v1.Protocol
+	3,  // 8: phalanx.v1.Plan.closed_loop:type_name -> phalanx.v1.ClosedLoop
+	4,  // 9: phalanx.v1.Plan.open_loop:type_name -> phalanx.v1.OpenLoop
+	0,  // 10: phalanx.v1.Plan.on_agent_loss:type_name -> phalanx.v1.AgentLossPolicy
+	5,  // 11: phalanx.v1.ClosedLoop.stages:type_name -> phalanx.v1.Stage
+	5,  // 12: phalanx.v1.OpenLoop.stages:type_name -> phalanx.v1.Stage
+	10, // 13: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
+	7,  // 14: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
+	2,  // 15: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_plan_proto_init() }
@@ -1025,7 +1098,7 @@ func file_phalanx_v1_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_plan_proto_rawDesc), len(file_phalanx_v1_plan_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
