@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,12 +27,18 @@ func dial(addr string) (pb.CoordinatorServiceClient, func(), error) {
 	return pb.NewCoordinatorServiceClient(conn), func() { conn.Close() }, nil
 }
 
-// submit runs p on the coordinator, printing progress to progressOut, and
-// returns the result. runID, if not nil, is given the run's ID as soon as
-// the coordinator sends it (RunAccepted, else each Progress).
-func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer, runID func(string)) (*pb.RunResult, error) {
+// submit runs p on the coordinator, printing progress and losses to
+// progressOut, and returns the result. runID, if not nil, is given the
+// run's ID as soon as the coordinator sends it (RunAccepted, else each
+// Progress); rc, if not nil, keeps what was received. Errors: a
+// *lostCoordinator when the coordinator's stream broke after the run was
+// accepted (rc then holds every interval received).
+func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer, runID func(string), rc *received) (*pb.RunResult, error) {
 	if runID == nil {
 		runID = func(string) {}
+	}
+	if rc == nil {
+		rc = &received{}
 	}
 	printProgress := progressPrinter(progressOut)
 	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p})
@@ -45,22 +52,41 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 			return nil, fmt.Errorf("coordinator %s ended the run without a result", addr)
 		}
 		if err != nil {
-			if started {
-				return nil, &prefixedError{"lost the coordinator " + addr + " during the run", err}
+			if started && ctx.Err() == nil {
+				return nil, &lostCoordinator{&prefixedError{"lost the coordinator " + addr + " during the run", err}}
 			}
 			return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 		}
 		started = true
 		switch m := msg.Msg.(type) {
 		case *pb.RunPlanResponse_Accepted:
+			rc.accepted(m.Accepted)
 			runID(m.Accepted.GetRunId())
 		case *pb.RunPlanResponse_Progress:
+			rc.progress(m.Progress)
 			runID(m.Progress.GetRunId())
 			printProgress(m.Progress)
+		case *pb.RunPlanResponse_AgentLost:
+			rc.lost = append(rc.lost, m.AgentLost)
+			printLoss(progressOut, m.AgentLost, p.GetOnAgentLoss())
 		case *pb.RunPlanResponse_Result:
 			return m.Result, nil
 		}
 	}
+}
+
+// printLoss prints one line when the run loses an agent: when, how, and
+// what the plan's policy does.
+func printLoss(w io.Writer, l *pb.AgentLost, policy pb.AgentLossPolicy) {
+	then := ""
+	switch {
+	case l.GetAborting():
+		then = "; stopping the other agents (--on-agent-loss abort)"
+	case policy == pb.AgentLossPolicy_AGENT_LOSS_POLICY_CONTINUE:
+		then = "; the other agents run on (--on-agent-loss continue)"
+	}
+	how := strings.TrimPrefix(l.GetError(), "agent "+l.GetAgent()+": ")
+	fmt.Fprintf(w, "coordctl: lost agent %s after %.2fs: %s%s\n", l.GetAgent(), l.GetAt().AsDuration().Seconds(), how, then)
 }
 
 // progressPrinter returns a function that prints one line per merged
@@ -69,6 +95,9 @@ func progressPrinter(w io.Writer) func(*pb.Progress) {
 	return func(pr *pb.Progress) {
 		secs := pr.GetInterval().AsDuration().Seconds()
 		line := fmt.Sprintf("  [%3d] %10.0f req/s", pr.GetIndex()+1, float64(pr.GetRequests())/max(secs, 1e-9))
+		if pt := pr.GetPoint(); pt.GetPartial() {
+			line += fmt.Sprintf("  (partial: %d agents)", pt.GetAgents())
+		}
 		if pr.GetP99Us() > 0 {
 			line += fmt.Sprintf("  p99 %v", time.Duration(pr.GetP99Us())*time.Microsecond)
 		}

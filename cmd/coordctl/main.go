@@ -32,8 +32,9 @@ func main() {
 
 // run executes coordctl with args and returns the exit status: 0 on
 // success, 1 on any error (printed to stderr), 2 on bad usage, 3 when a
-// signal stopped a run early, 128 + the signal's number when a second one
-// abandoned it.
+// signal stopped a run early, 4 when the run lost an agent (a partial
+// report), 5 when coordctl lost the coordinator (its own partial report),
+// 128 + the signal's number when a second signal abandoned the run.
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)

@@ -131,7 +131,9 @@ func TestUsageErrors(t *testing.T) {
 	unknownField := filepath.Join(dir, "unknown.yaml")
 	badStage := filepath.Join(dir, "stage.yaml")
 	tlsHTTP := filepath.Join(dir, "tls.yaml")
+	badLoss := filepath.Join(dir, "loss.yaml")
 	for name, text := range map[string]string{
+		badLoss:      "url: https://127.0.0.1/\non_agent_loss: retry\n",
 		unknownField: "url: https://127.0.0.1/\nconnection: 5\n",
 		badStage:     "url: https://127.0.0.1/\nrate: 100\nstages:\n  - {duration: 1500ms, rate: 200}\n",
 		tlsHTTP:      "url: http://127.0.0.1/\ntls: {resume: true}\n",
@@ -166,6 +168,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-d", "soon", "https://127.0.0.1/"}, "want a duration such as 10s"},
 		{[]string{"run", "ftp://127.0.0.1/"}, `scheme "ftp" not supported`},
 		{[]string{"run", "-H", "NoColon", "https://127.0.0.1/"}, "want 'Name: value'"},
+		{[]string{"run", "--on-agent-loss", "retry", "https://127.0.0.1/"}, `coordctl: --on-agent-loss: want abort or continue, got "retry"`},
+		{[]string{"run", badLoss}, badLoss + `: plan: on_agent_loss = "retry": want abort or continue`},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -56,6 +56,8 @@ type runFlags struct {
 	certFile  string
 	keyFile   string
 	alpn      []string
+
+	onAgentLoss string
 }
 
 func newRunCmd(coordAddr *string) *cobra.Command {
@@ -94,10 +96,26 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			ctx, abandon := context.WithCancel(cmd.Context())
 			defer abandon()
 			st := newStopper(ctx, client, stderr, abandon)
-			res, err := submit(ctx, client, *coordAddr, wire.PlanToProto(p), stderr, st.setRunID)
+			pp := wire.PlanToProto(p)
+			rc := &received{}
+			res, err := submit(ctx, client, *coordAddr, pp, stderr, st.setRunID, rc)
 			st.close()
 			if sig := st.abandonedBy(); sig != nil {
 				return &exitError{abandonedStatus(sig), errors.New("run abandoned: its agents stop now, and nothing is reported")}
+			}
+			var lc *lostCoordinator
+			if errors.As(err, &lc) {
+				// Report what was received: nothing measured is lost.
+				how := describe(lc.err)
+				rep, rerr := rc.report(pp, how)
+				if rerr != nil {
+					return fmt.Errorf("%s; no partial report: %w", how, rerr)
+				}
+				if werr := writeReport(cmd, rep, f.latency, out); werr != nil {
+					return werr
+				}
+				return &exitError{exitCoordinatorLost, fmt.Errorf("%s: partial report of run %s from the %d intervals received (%.2fs)",
+					how, rep.RunID, len(rep.Timeline), rep.DurationS)}
 			}
 			if err != nil {
 				if st.stopping() && status.Code(err) == codes.Canceled {
@@ -112,6 +130,9 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			}
 			if err := writeReport(cmd, rep, f.latency, out); err != nil {
 				return err
+			}
+			if rep.Partial {
+				return &exitError{exitPartial, notWhole(rep)}
 			}
 			if rep.StoppedEarly {
 				return &exitError{exitStoppedEarly, fmt.Errorf("run %s stopped early: the report covers its first %.2fs", rep.RunID, rep.DurationS)}
@@ -153,6 +174,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 	fl.StringVar(&f.certFile, "cert", "", "client certificate PEM file (with --key)")
 	fl.StringVar(&f.keyFile, "key", "", "client private key PEM file (with --cert)")
 	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, or h2 with --http2)")
+	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
 	return cmd
 }
 
@@ -210,6 +232,13 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 	override("curves", func() { p.TLS.Curves = f.curves })
 	override("sni", func() { p.TLS.ServerName = f.sni })
 	override("alpn", func() { p.TLS.ALPN = f.alpn })
+	if set("on-agent-loss") || !fromFile {
+		l, err := plan.ParseLossPolicy(f.onAgentLoss)
+		if err != nil {
+			return p, &usageError{fmt.Errorf("--on-agent-loss: %w", err)}
+		}
+		p.OnAgentLoss = l
+	}
 	// The load model follows the fields set, as in a plan file.
 	p.Load = plan.LoadFor(p.Rate, p.Stages)
 	// Count mode from the command line without -d: the count alone ends
@@ -280,7 +309,7 @@ var fieldFlags = map[string]string{
 	"interval": "interval", "agents": "agents", "requests": "requests", "rate": "rate",
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
-	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert",
+	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
 }
 
 // flagName returns how errors name flag: "-c/--connections", "--rate".
@@ -463,6 +492,20 @@ func writeReport(cmd *cobra.Command, rep *report.Report, latency bool, jsonOut *
 		return jsonOut.writeJSON(rep)
 	}
 	return nil
+}
+
+// notWhole says why the run of rep was not whole: each lost agent (when
+// and how) and what the plan's policy did.
+func notWhole(rep *report.Report) error {
+	var losses []string
+	for _, l := range rep.LostAgents {
+		losses = append(losses, fmt.Sprintf("lost agent %s after %.2fs: %s", l.Name, l.LostAtS, l.How()))
+	}
+	what := fmt.Sprintf("the report covers the %.2fs that ran, marked partial", rep.DurationS)
+	if rep.Aborted {
+		what = fmt.Sprintf("aborted (--on-agent-loss abort): the report covers the %.2fs up to the loss", rep.DurationS)
+	}
+	return fmt.Errorf("run %s was not whole: %s; %s", rep.RunID, strings.Join(losses, "; "), what)
 }
 
 // wrkDuration is a duration flag that also takes a bare number of seconds,

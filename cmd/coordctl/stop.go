@@ -23,6 +23,14 @@ const (
 	// window early. The report covers the shortened window (none when the
 	// run was stopped before its start: nothing was measured).
 	exitStoppedEarly = 3
+	// exitPartial: the run lost an agent (--on-agent-loss abort or
+	// continue), or its coordinator stalled until its agents stopped: the
+	// coordinator's report covers what ran, marked partial.
+	exitPartial = 4
+	// exitCoordinatorLost: coordctl lost the coordinator mid-run; it
+	// printed (and wrote to --json) the partial report of the intervals
+	// it had received.
+	exitCoordinatorLost = 5
 	// exitAbandonedBase plus the signal's number (130 for SIGINT, 143 for
 	// SIGTERM): a second signal abandoned the run, nothing is reported.
 	exitAbandonedBase = 128

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,13 @@ func Build(r *Run) (*Report, error) {
 		PlanDurationS:         r.PlanDuration.Seconds(),
 		PlanRequests:          r.PlanRequests,
 		StoppedEarly:          r.StoppedEarly,
-		AgentCount:            len(r.Agents),
+		Partial:               r.Partial || r.CoordinatorLost != "",
+		Aborted:               r.Aborted,
+		OnAgentLoss:           r.OnAgentLoss,
+		CoordinatorStallS:     r.CoordinatorStall.Seconds(),
+		CoordinatorLost:       r.CoordinatorLost,
+		AgentCount:            max(len(r.Agents), r.AgentCount),
+		LostAgents:            slices.Clone(r.LostAgents),
 		Connections:           r.Connections,
 		Issued:                c.Issued,
 		Requests:              c.Requests,
@@ -69,6 +76,7 @@ func Build(r *Run) (*Report, error) {
 		tp := TimelinePoint{
 			Index: pt.Index, StartS: pt.Start.Seconds(), DurationS: pt.Length.Seconds(),
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, TargetRPS: pt.TargetRPS,
+			TargetConnections: pt.TargetConnections, Agents: pt.Agents, Partial: pt.Partial,
 			CPUBusy: pt.CPUBusy, LatencyV2: pt.LatencyV2,
 		}
 		if h := pt.Latency; h != nil && h.Count() > 0 {
@@ -119,10 +127,17 @@ func Build(r *Run) (*Report, error) {
 			StartOffsetUs: us(a.StartOffset), Error: a.Error,
 			CPUList: a.CPUList, Missed: a.Missed,
 		}
-		if window > 0 {
-			row.RPS = float64(a.Requests) / window
+		ran := window // a lost agent's rates are over the time its load ran
+		if a.Lost {
+			row.Lost, row.LostAtS, row.RanS = true, a.LostAt.Seconds(), a.Ran.Seconds()
+			ran = min(ran, a.Ran.Seconds())
+			rep.LostAgents = append(rep.LostAgents, LostAgent{Name: a.Name, LostAtS: row.LostAtS, RanS: row.RanS,
+				Error: a.Error, Connections: a.Connections, Rate: a.Rate})
+		}
+		if ran > 0 {
+			row.RPS = float64(a.Requests) / ran
 			if a.CPUs > 0 {
-				row.CPUUtil = a.CPUTime.Seconds() / (window * float64(a.CPUs))
+				row.CPUUtil = a.CPUTime.Seconds() / (ran * float64(a.CPUs))
 			}
 		}
 		rep.AgentRows = append(rep.AgentRows, row)

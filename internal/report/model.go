@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
@@ -28,6 +29,24 @@ type Run struct {
 	StartedAt    time.Time
 	Window       time.Duration
 	StoppedEarly bool
+	// Partial is set when the run was not whole (it lost an agent, see
+	// Agents' Lost, or CoordinatorLost); Aborted when the plan's
+	// on_agent_loss abort ended it at the loss. OnAgentLoss is the plan's
+	// policy ("abort" or "continue").
+	Partial, Aborted bool
+	OnAgentLoss      string
+	// CoordinatorStall is the coordinator's longest stall (0: none over
+	// 1 s).
+	CoordinatorStall time.Duration
+	// CoordinatorLost, when not empty, says how coordctl lost the
+	// coordinator mid-run: the Run was then built by coordctl from the
+	// intervals it received (no phase histograms, warm-up or agent rows),
+	// and AgentCount gives the number of agents.
+	CoordinatorLost string
+	AgentCount      int
+	// LostAgents are losses known without agent rows (coordctl's report
+	// after losing the coordinator, from the losses it was told of).
+	LostAgents []LostAgent
 	// Histograms and Counts cover the window, merged across agents
 	// (Counts.Issued is the run's total).
 	Histograms *hist.Set
@@ -49,7 +68,12 @@ type Interval struct {
 	Start, Length            time.Duration
 	Requests, Errors, Missed int64
 	TargetRPS                float64
+	TargetConnections        float64
 	CPUBusy                  []float64
+	// Agents is the number of agents merged in the interval; Partial is
+	// set when a lost agent is missing from it.
+	Agents  int32
+	Partial bool
 	// Latency is the interval's merged latency (nil when the result holds
 	// none); LatencyV2 its encoding as the result carries it.
 	Latency   *hist.Histogram
@@ -82,6 +106,12 @@ type AgentRun struct {
 	ClockOffset, RTT           time.Duration
 	StartOffset                time.Duration
 	Error                      string
+	// Rate is the agent's share of the open-loop rate. Lost is set when
+	// the run lost it after the start; LostAt is when (from the window's
+	// start) and Ran how long its load ran as far as the result holds it.
+	Rate        int64
+	Lost        bool
+	LostAt, Ran time.Duration
 }
 
 // Report is one run's report. JSON field names are part of the interface
@@ -107,6 +137,24 @@ type Report struct {
 	// figure, RPS included, covers the shortened window of DurationS
 	// seconds, from the start to the last request's end.
 	StoppedEarly bool `json:"stopped_early"`
+	// Partial is set when the run was not whole: an agent was lost
+	// (LostAgents), or coordctl lost the coordinator (CoordinatorLost).
+	// DurationS then never exceeds the load the report holds, and every
+	// rate is over it. Aborted is set when on_agent_loss abort stopped
+	// every other agent at the loss. OnAgentLoss is the plan's policy.
+	Partial     bool   `json:"partial"`
+	Aborted     bool   `json:"aborted,omitempty"`
+	OnAgentLoss string `json:"on_agent_loss,omitempty"`
+	// LostAgents lists the agents lost after the start, in agent order.
+	LostAgents []LostAgent `json:"lost_agents,omitempty"`
+	// CoordinatorStallS is the coordinator's longest stall in seconds
+	// (frozen or starved; agents stop their load after 2 s without it),
+	// when over 1 s.
+	CoordinatorStallS float64 `json:"coordinator_stall_s,omitempty"`
+	// CoordinatorLost says how coordctl lost the coordinator mid-run: the
+	// report is then coordctl's, from the intervals it received, without
+	// phase timings, warm-up or agent rows.
+	CoordinatorLost string `json:"coordinator_lost,omitempty"`
 	// Agents and connections used.
 	AgentCount  int   `json:"agent_count"`
 	Connections int64 `json:"connections"`
@@ -208,19 +256,25 @@ type Report struct {
 
 // TimelinePoint is one interval of the window.
 type TimelinePoint struct {
-	Index     int32     `json:"index"`
-	StartS    float64   `json:"start_s"`
-	DurationS float64   `json:"duration_s"`
-	Requests  int64     `json:"requests"`
-	RPS       float64   `json:"rps"`
-	Errors    int64     `json:"errors"`
-	Missed    int64     `json:"missed"`
-	TargetRPS float64   `json:"target_rps,omitempty"`
-	P50Us     int64     `json:"p50_us"`
-	P90Us     int64     `json:"p90_us"`
-	P99Us     int64     `json:"p99_us"`
-	MaxUs     int64     `json:"max_us"`
-	CPUBusy   []float64 `json:"cpu_busy"`
+	Index     int32   `json:"index"`
+	StartS    float64 `json:"start_s"`
+	DurationS float64 `json:"duration_s"`
+	Requests  int64   `json:"requests"`
+	RPS       float64 `json:"rps"`
+	Errors    int64   `json:"errors"`
+	Missed    int64   `json:"missed"`
+	TargetRPS float64 `json:"target_rps,omitempty"`
+	// TargetConnections is the closed-loop connection target at the
+	// interval's middle; in a Partial interval both targets are those of
+	// the agents not lost. Agents counts the agents merged in it.
+	TargetConnections float64   `json:"target_connections,omitempty"`
+	Agents            int32     `json:"agents"`
+	Partial           bool      `json:"partial,omitempty"`
+	P50Us             int64     `json:"p50_us"`
+	P90Us             int64     `json:"p90_us"`
+	P99Us             int64     `json:"p99_us"`
+	MaxUs             int64     `json:"max_us"`
+	CPUBusy           []float64 `json:"cpu_busy"`
 	// LatenessP99Us is the interval's send lateness p99 (open loop; absent
 	// in closed loop).
 	LatenessP99Us int64 `json:"lateness_p99_us,omitempty"`
@@ -292,6 +346,29 @@ type Agent struct {
 	// Error says why the agent's share ended early; its measurements up to
 	// then are included.
 	Error string `json:"error,omitempty"`
+	// Lost is set when the run lost the agent after the start; its RPS is
+	// then over RanS, how long its load ran as far as the report holds
+	// it, and LostAtS is when it was lost (both from the window's start).
+	Lost    bool    `json:"lost,omitempty"`
+	LostAtS float64 `json:"lost_at_s,omitempty"`
+	RanS    float64 `json:"ran_s,omitempty"`
+}
+
+// LostAgent is an agent the run lost after its start: when (seconds from
+// the window's start), how (Error names it), and its share of the load.
+type LostAgent struct {
+	Name        string  `json:"name"`
+	LostAtS     float64 `json:"lost_at_s"`
+	RanS        float64 `json:"ran_s"`
+	Error       string  `json:"error"`
+	Connections int64   `json:"connections"`
+	Rate        int64   `json:"rate,omitempty"`
+}
+
+// How returns how the agent was lost: Error without its leading "agent
+// NAME: ".
+func (l LostAgent) How() string {
+	return strings.TrimPrefix(l.Error, "agent "+l.Name+": ")
 }
 
 // ErrorTotal returns the number of failed requests.

@@ -418,3 +418,42 @@ func TestStoppedEarly(t *testing.T) {
 		t.Errorf("empty stopped window:\n%s", text.String())
 	}
 }
+
+// partialResult is result with agent-2 lost 1.2 s into a 10 s window, its
+// load held up to 1 s: the other agent was stopped at the loss (abort).
+func partialResult(t *testing.T) *pb.RunResult {
+	res := result(t)
+	res.Plan.Duration = durationpb.New(10 * time.Second)
+	res.Window = durationpb.New(1300 * time.Millisecond)
+	res.Partial, res.Aborted = true, true
+	res.Timeline[1].Partial, res.Timeline[1].Agents, res.Timeline[0].Agents = true, 1, 2
+	a := res.Agents[1]
+	a.Lost, a.LostAt, a.Ran = true, durationpb.New(1200*time.Millisecond), durationpb.New(time.Second)
+	a.Error = "agent agent-2: stream ended (error reading from server: EOF)"
+	return res
+}
+
+// TestPartialGolden: a run that lost an agent names it, when, how, its
+// share, and what the policy did, in the text and the JSON (golden files);
+// its rates are over the window that ran, the lost agent's over its own.
+func TestPartialGolden(t *testing.T) {
+	r, err := wire.ReportFromResult(partialResult(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || !r.Aborted || len(r.LostAgents) != 1 || r.LostAgents[0].Name != "agent-2" || r.LostAgents[0].LostAtS != 1.2 {
+		t.Fatalf("partial %v, aborted %v, lost %+v", r.Partial, r.Aborted, r.LostAgents)
+	}
+	if rps := float64(r.Requests) / 1.3; r.RPS != rps || r.AgentRows[1].RPS != 400 || !r.AgentRows[1].Lost {
+		t.Errorf("rps %v (want 1000/1.3), agent-2 rps %v (want 400 over its 1 s), lost %v", r.RPS, r.AgentRows[1].RPS, r.AgentRows[1].Lost)
+	}
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "partial.txt", text.Bytes())
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "partial.json", js.Bytes())
+}

@@ -23,7 +23,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	switch {
 	case r.PlanRequests > 0:
 		p.f("Running %d-request test @ %s\n", r.PlanRequests, r.Target)
-	case r.StoppedEarly && r.PlanDurationS > 0:
+	case (r.StoppedEarly || r.Partial) && r.PlanDurationS > 0:
 		p.f("Running %s test @ %s\n", fmtWindow(r.PlanDurationS), r.Target) // as planned; the next lines say what ran
 	default:
 		p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
@@ -36,6 +36,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		}
 		p.f("  Stopped early by the user after %s%s\n", fmtSeconds(r.DurationS), of)
 	}
+	r.writeLosses(p)
 	if r.Mode == "open" {
 		p.f("  open loop%s; latency from each request's intended send time\n", r.targetText())
 	}
@@ -125,12 +126,18 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	p.f("Requests/sec: %10.2f\n", r.RPS)
 	p.f("Transfer/sec: %10s\n", fmtBytes(r.TransferBps))
-	p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
+	if r.CoordinatorLost == "" {
+		p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
+	}
 	if w := r.Warmup; w != nil {
 		p.f("Warm-up:      %s, %d requests, %d errors (excluded above)\n", fmtSeconds(w.DurationS), w.Requests, sum(w.Errors))
 	}
 	if r.ClientBound {
 		p.f("WARNING: client-bound: %s; these numbers may measure the load generators, not the server\n", strings.Join(r.ClientBoundReasons, "; "))
+	}
+	if r.CoordinatorLost != "" {
+		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.RunID)
+		return p.err
 	}
 	p.f("Agents:\n")
 	p.f("  %-20s %6s %10s %10s %7s %8s %10s %10s %s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START", "OFFSET", "PINNED")
@@ -146,6 +153,32 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	p.f("Run ID: %s\n", r.RunID)
 	return p.err
+}
+
+// writeLosses writes what made the run partial: each lost agent (when,
+// how, its share), what the policy did, the coordinator's stall, and a
+// report coordctl built after losing the coordinator.
+func (r *Report) writeLosses(p *printer) {
+	for _, l := range r.LostAgents {
+		share := plural(l.Connections, "connection")
+		if l.Rate > 0 {
+			share += fmt.Sprintf(", %d requests/sec", l.Rate)
+		}
+		p.f("  Lost agent %s after %s: %s (its load ran %s; its share: %s)\n", l.Name, fmtSeconds(l.LostAtS), l.How(), fmtSeconds(l.RanS), share)
+	}
+	switch {
+	case r.Aborted:
+		p.f("  Aborted (on_agent_loss abort): every other agent was stopped at the loss; the window ends after %s\n", fmtSeconds(r.DurationS))
+	case len(r.LostAgents) > 0:
+		p.f("  Partial (on_agent_loss continue): the other agents ran on; the intervals without the lost agents are marked partial\n")
+	}
+	if r.CoordinatorStallS > 0 {
+		p.f("  The coordinator stalled for %s: its agents stop their load after 2s without it\n", fmtSeconds(r.CoordinatorStallS))
+	}
+	if r.CoordinatorLost != "" {
+		p.f("  Partial: %s; coordctl built this report from the %s it received (no phases, warm-up or agent rows)\n",
+			r.CoordinatorLost, plural(int64(len(r.Timeline)), "interval"))
+	}
 }
 
 type printer struct {

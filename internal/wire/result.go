@@ -34,19 +34,14 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		ID: r.GetRunId(), Target: p.URL, Load: p.Load,
 		Connections: int64(p.Connections), PlanDuration: p.Duration, PlanRequests: p.Requests,
 		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),
+		Partial: r.GetPartial(), Aborted: r.GetAborted(), OnAgentLoss: p.OnAgentLoss.String(), CoordinatorStall: r.GetCoordinatorStall().AsDuration(),
 		Histograms: hs, Counts: counts, InFlight: r.GetInFlight(), StartSkew: r.GetStartSkew().AsDuration(),
 		Warmup: warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
 	}
 	for _, pt := range r.GetTimeline() {
-		iv := report.Interval{
-			Index: pt.GetIndex(), Start: pt.GetStart().AsDuration(), Length: pt.GetLength().AsDuration(),
-			Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
-			CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(),
-		}
-		if b := pt.GetLatency(); len(b) > 0 {
-			if iv.Latency, err = hist.Decode(b); err != nil {
-				return fail(fmt.Sprintf(" interval %d", pt.GetIndex()), err)
-			}
+		iv, err := IntervalFromProto(pt)
+		if err != nil {
+			return fail(fmt.Sprintf(" interval %d", pt.GetIndex()), err)
 		}
 		if b := pt.GetLateness(); len(b) > 0 {
 			if iv.Lateness, err = hist.Decode(b); err != nil {
@@ -76,9 +71,29 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
 			CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
 			StartOffset: a.GetStartOffset().AsDuration(), Error: a.GetError(),
+			Rate: a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),
 		})
 	}
 	return run, nil
+}
+
+// IntervalFromProto decodes one timeline point, its latency histogram
+// included. Errors: a corrupt histogram.
+func IntervalFromProto(pt *pb.TimelinePoint) (report.Interval, error) {
+	iv := report.Interval{
+		Index: pt.GetIndex(), Start: pt.GetStart().AsDuration(), Length: pt.GetLength().AsDuration(),
+		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
+		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
+		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(),
+	}
+	if b := pt.GetLatency(); len(b) > 0 {
+		h, err := hist.Decode(b)
+		if err != nil {
+			return iv, err
+		}
+		iv.Latency = h
+	}
+	return iv, nil
 }
 
 // ReportFromResult builds the report of a merged result: RunFromProto,
