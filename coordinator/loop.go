@@ -57,7 +57,7 @@ func (rn *run) pump() <-chan event {
 // every agent's bound by that long: its own stall is not their silence.
 const (
 	SilenceIntervals = 2
-	SilenceGrace     = time.Second
+	SilenceGrace     = 2 * time.Second
 	StallThreshold   = time.Second
 	// watchTick is how often the run loop checks for silent agents.
 	watchTick = 100 * time.Millisecond

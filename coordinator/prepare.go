@@ -125,8 +125,8 @@ func (rn *run) stoppedBeforeStart() error {
 
 // start picks one start instant in the coordinator's clock (StartDelay
 // plus twice the largest RTT ahead) and sends it to each agent in its own
-// clock. Errors: Canceled after a StopRun, Unavailable when an agent's
-// stream is broken.
+// clock. Errors: Canceled after a StopRun, Aborted when an agent's stream
+// is broken.
 func (rn *run) start() error {
 	var maxRTT time.Duration
 	for _, r := range rn.agents {
@@ -141,7 +141,9 @@ func (rn *run) start() error {
 		r.lastMsg = time.Now()
 		at := rn.startAt.Add(r.offset).UnixNano()
 		if err := r.stream.Send(&pb.RunRequest{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: at}}}); err != nil {
-			return status.Errorf(codes.Unavailable, "start agent %s: %v", r.meta.GetName(), err)
+			// Aborted, not Unavailable: coordctl takes Unavailable for
+			// its coordinator being gone.
+			return status.Errorf(codes.Aborted, "start agent %s: %v", r.meta.GetName(), err)
 		}
 	}
 	rn.log.Info("run started", "agents", len(rn.agents), "connections", rn.p.Connections, "duration", rn.p.Duration)

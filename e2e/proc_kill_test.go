@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 // TestProcAgentStopsWhenCoordinatorKilled kills -9 the coordinator process
 // in the middle of a long run: its agent must stop sending load within 2 s
 // (the run stream's end is the shutdown), stay up, and coordctl must fail
-// with an error naming the coordinator.
+// with an error naming the coordinator, exit 5, and print and write
+// (--json) the partial report of the intervals it received, marked so.
 func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 	srv, ca := startTarget(t)
 	caFile, _, _, err := ca.WriteFiles(t.TempDir())
@@ -20,8 +22,9 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 	}
 	c := startProcCluster(t, 1)
 
+	jsonFile := filepath.Join(t.TempDir(), "run.json")
 	run := startProc(t, "coordctl run", false, procEnv(), procBinary(t, "coordctl"),
-		"--coordinator", c.grpcAddr, "run", "-c", "4", "-d", "60s", "--cacert", caFile, srv.URL())
+		"--coordinator", c.grpcAddr, "run", "-c", "4", "-d", "60s", "--cacert", caFile, "--json", jsonFile, srv.URL())
 
 	// The run is under way: the target counts requests and coordctl has
 	// printed the first merged interval ("[  1] ... req/s").
@@ -72,14 +75,29 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 	}
 	stderr := run.Stderr()
 	t.Logf("coordctl run: exit %d after the kill; stderr:\n%s", code, stderr)
-	if code != 1 {
-		t.Errorf("coordctl run exit status %d, want 1\n%s", code, run.describe())
+	if code != 5 {
+		t.Errorf("coordctl run exit status %d, want 5 (lost the coordinator, partial report)\n%s", code, run.describe())
 	}
-	if !strings.Contains(stderr, "coordctl: ") || !strings.Contains(stderr, "coordinator") {
-		t.Errorf("coordctl run's error does not mention the coordinator:\n%s", stderr)
+	if !strings.Contains(stderr, "coordctl: lost the coordinator "+c.grpcAddr+" during the run") {
+		t.Errorf("coordctl run's error does not name the coordinator:\n%s", stderr)
 	}
-	if strings.Contains(run.Stdout(), "Requests/sec:") {
-		t.Errorf("coordctl printed a report for a run whose coordinator died:\n%s", run.Stdout())
+	stdout := run.Stdout()
+	if !strings.Contains(stdout, "Requests/sec:") || !strings.Contains(stdout, "  Partial: lost the coordinator "+c.grpcAddr) {
+		t.Errorf("coordctl printed no partial report for a run whose coordinator died:\n%s", stdout)
+	}
+	rep := readLossReport(t, jsonFile)
+	printed := progressLines(stderr)
+	var sum int64
+	for _, pt := range rep.Timeline {
+		sum += pt.Requests
+		if n, ok := printed[pt.Index]; pt.DurationS == 1 && (!ok || n != pt.Requests) {
+			t.Errorf("interval %d: %d requests in the report, %d printed (%v)", pt.Index, pt.Requests, n, ok)
+		}
+	}
+	if !rep.Partial || !strings.HasPrefix(rep.CoordinatorLost, "lost the coordinator "+c.grpcAddr) || len(rep.Timeline) == 0 ||
+		rep.Requests != sum || rep.Requests > at3s || rep.DurationS != float64(len(rep.Timeline)) {
+		t.Errorf("--json: partial %v, coordinator_lost %q, %d intervals, %d requests (intervals sum to %d, target %d), window %vs",
+			rep.Partial, rep.CoordinatorLost, len(rep.Timeline), rep.Requests, sum, at3s, rep.DurationS)
 	}
 
 	// The agent survived its coordinator (its cleanup checks that it is

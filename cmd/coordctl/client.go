@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/internal/security"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -52,8 +54,13 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 			return nil, fmt.Errorf("coordinator %s ended the run without a result", addr)
 		}
 		if err != nil {
-			if started && ctx.Err() == nil {
+			// Unavailable is the transport's: the coordinator is gone (or
+			// unreachable). Any other status is the coordinator's answer.
+			if started && ctx.Err() == nil && status.Code(err) == codes.Unavailable {
 				return nil, &lostCoordinator{&prefixedError{"lost the coordinator " + addr + " during the run", err}}
+			}
+			if started {
+				return nil, &prefixedError{"the run failed", err} // the coordinator's answer names the cause
 			}
 			return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 		}
