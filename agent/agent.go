@@ -502,6 +502,11 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		for {
 			msg, err := stream.Recv()
 			if err != nil {
+				if runCtx.Err() == nil {
+					// The share is still running: the coordinator gave it
+					// up, or vanished (its keepalive failed).
+					log.Warn("the coordinator's run stream ended mid-share: stopping the load now", "reason", status.Convert(err).Message())
+				}
 				cancel()
 				return
 			}

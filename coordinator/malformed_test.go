@@ -19,8 +19,8 @@ import (
 )
 
 // rogueAgent is a cluster member that serves AgentService as an agent
-// would up to the start, then sends one interval built by bad and waits
-// for its stream to end.
+// would up to the start, then sends one interval built by bad (none when
+// bad returns nil: a silent agent) and waits for its stream to end.
 type rogueAgent struct {
 	pb.UnimplementedAgentServiceServer
 	bad func(startAt time.Time, interval time.Duration) *pb.RunResponse
@@ -52,12 +52,30 @@ func (r *rogueAgent) Run(stream pb.AgentService_RunServer) error {
 		return err
 	}
 	startAt := time.Unix(0, start.GetStart().GetStartAtUnixNano())
-	if err := stream.Send(r.bad(startAt, p.GetInterval().AsDuration())); err != nil {
-		return err
+	if msg := r.bad(startAt, p.GetInterval().AsDuration()); msg != nil { // nil: silent
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
 	}
 	_, _ = stream.Recv() // returns when the coordinator closes its side
 	close(r.streamEnd)
 	return nil
+}
+
+// startOneAgent starts an in-process cluster of a coordinator and one
+// agent (agent-1), closed when the test ends.
+func startOneAgent(t *testing.T) *localcluster.Cluster {
+	t.Helper()
+	c, err := localcluster.Start(context.Background(), 1, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	})
+	return c
 }
 
 // startRogue starts a rogue agent named name that joins gossip at join.
@@ -97,15 +115,7 @@ func startRogue(t *testing.T, name, join string, bad func(time.Time, time.Durati
 // other agent's measurements whole, and then runs a good plan.
 func TestMalformedIntervalFailsTheShareNotTheCoordinator(t *testing.T) {
 	srv, b := targettest.Start(t)
-	c, err := localcluster.Start(context.Background(), 1, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("cluster close: %v", err)
-		}
-	}()
+	c := startOneAgent(t)
 	for _, tc := range []struct {
 		name string
 		bad  func(startAt time.Time, interval time.Duration) *pb.RunResponse

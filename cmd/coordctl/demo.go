@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
 	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -73,7 +75,10 @@ test against the target, and prints the merged report.`,
 				return &usageError{err}
 			}
 			fmt.Fprintf(out, "demo: coordctl run -c%d -d%s --latency %s\n", p.Connections, p.Duration, p.URL)
-			res, err := c.Coordinator.RunPlan(ctx, p, progressPrinter(out))
+			res, err := c.Coordinator.RunPlanWith(ctx, p, coordinator.RunHooks{
+				Progress: progressPrinter(out),
+				Lost:     func(l *pb.AgentLost) { printLoss(out, l, wire.PlanToProto(p).GetOnAgentLoss()) },
+			})
 			if err != nil {
 				return err
 			}
@@ -86,6 +91,9 @@ test against the target, and prints the merged report.`,
 			}
 			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",
 				srv.Requests(), rep.Requests, rep.InFlight)
+			if rep.Partial {
+				return &exitError{exitPartial, notWhole(rep)}
+			}
 			return nil
 		},
 	}
