@@ -103,3 +103,52 @@ func TestMalformedSetupKeepsAgentServing(t *testing.T) {
 		t.Fatalf("a good plan after the malformed ones: %v, %v", res.GetAgents(), err)
 	}
 }
+
+// TestStartInstantBounded: a Start an hour away from the agent's clock
+// (a broken or rogue coordinator) is refused with InvalidArgument rather
+// than holding the agent, its connections open, for the hour.
+func TestStartInstantBounded(t *testing.T) {
+	srv, b := targettest.Start(t)
+	c, err := localcluster.Start(context.Background(), 1, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	}()
+	conn, err := grpc.NewClient(c.Agents[0].GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := pb.NewAgentServiceClient(conn).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Plan{URL: srv.URL(), Connections: 1, Duration: time.Second, TLS: plan.TLS{CAPEM: b.CAPEM}}
+	p.SetDefaults()
+	for _, m := range []*pb.RunRequest{
+		{Msg: &pb.RunRequest_Setup{Setup: wire.ShareToProto(plan.Shares("20261202T000000Z-rogue2", p, 1)[0])}},
+		{Msg: &pb.RunRequest_Connect{Connect: &pb.Connect{}}},
+		{Msg: &pb.RunRequest_Start{Start: &pb.Start{StartAtUnixNano: time.Now().Add(time.Hour).UnixNano()}}},
+	} {
+		if err := stream.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		if _, err = stream.Recv(); err != nil {
+			break
+		}
+	}
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "from now (agent clock): want within 1m0s") || !strings.Contains(err.Error(), "agent agent-1: start instant 59m") {
+		t.Fatalf("Run = %v, want InvalidArgument naming the start instant", err)
+	}
+	if n := srv.Requests(); n != 0 {
+		t.Errorf("target saw %d requests, want 0", n)
+	}
+}
