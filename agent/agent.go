@@ -98,7 +98,11 @@ type Config struct {
 	// time.Now shifted by $PHALANX_TEST_CLOCK_SHIFT when set.
 	Clock func() time.Time
 	// Security sets the credentials of the agent's gRPC server (for the
-	// coordinator). Default (and zero): insecure.
+	// coordinator): mutual TLS accepting only the coordinator's role, or
+	// insecure. Default (and zero): insecure, which New refuses when
+	// GRPCAddr or GossipAddr is not loopback unless
+	// Security.InsecureCluster (then the agent warns at start and at every
+	// share).
 	Security security.Config
 	// AllowTargets is the target allowlist (internal/allow): a share whose
 	// target, resolved, is outside it is refused at prepare with
@@ -148,6 +152,10 @@ type Agent struct {
 	grpc    *grpc.Server
 	cluster *cluster.Cluster
 	log     *slog.Logger
+
+	// insecureWarning is logged at start and at every share when the agent
+	// runs without mutual TLS on a network address (--insecure-cluster).
+	insecureWarning string
 
 	mu        sync.Mutex // guards state, runID and runCancel
 	state     pb.AgentState
@@ -207,6 +215,11 @@ func New(cfg Config) (*Agent, error) {
 		}
 		cfg.Clock = clock
 	}
+	// The safe default, before anything is bound.
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr)
+	if err != nil {
+		return nil, err
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
@@ -215,7 +228,7 @@ func New(cfg Config) (*Agent, error) {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", host, lis.Addr().(*net.TCPAddr).Port)
 	}
-	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1), insecureWarning: insecureWarning}
 	a.log = cfg.Logger.With("component", "agent", "agent", cfg.Name)
 	serverOpts, err := cfg.Security.ServerOptions(a.log)
 	if err != nil {
@@ -363,7 +376,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Real-time waits keep agents that share busy cores within about a
 	// millisecond of the start instant (engine.RealtimeWaits).
 	started = append(started, "realtime_start", engine.RealtimeWaits())
+	started = append(started, "security", a.cfg.Security.Mode.String())
 	a.log.Info("agent started", started...)
+	if a.insecureWarning != "" {
+		a.log.Warn(a.insecureWarning)
+	}
 	return g.Wait()
 }
 
@@ -450,6 +467,9 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	}
 	defer a.release()
 	log := a.log.With("run_id", share.RunID)
+	if a.insecureWarning != "" {
+		log.Warn(a.insecureWarning)
+	}
 
 	a.setState(pb.AgentState_AGENT_STATE_PREPARING)
 	eng, err := a.newEngine(ctx, share, log)

@@ -71,8 +71,12 @@ type Config struct {
 	// ClockSamples is the number of clock samples taken per agent. Default
 	// 8; zero or negative means the default.
 	ClockSamples int
-	// Security sets the credentials of the gRPC server (for coordctl) and
-	// of the dials to agents. Default (and zero): insecure.
+	// Security sets the credentials of the gRPC server (for coordctl:
+	// mutual TLS accepting the client and coordinator roles) and of the
+	// dials to agents (verifying the agent role), or insecure. Default (and
+	// zero): insecure, which New refuses when GRPCAddr or GossipAddr is not
+	// loopback unless Security.InsecureCluster (then the coordinator warns
+	// at start and at every run).
 	Security security.Config
 	// Logger is the coordinator's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
@@ -105,6 +109,11 @@ type Coordinator struct {
 
 	dialCreds grpc.DialOption // credentials of the dials to agents
 
+	// insecureWarning is logged at start and at every run when the
+	// coordinator runs without mutual TLS on a network address
+	// (--insecure-cluster).
+	insecureWarning string
+
 	mu     sync.Mutex            // guards busy and active
 	busy   map[string]bool       // agents in a run of this coordinator, by name
 	active map[string]*activeRun // runs in progress, by run ID (for StopRun)
@@ -136,6 +145,11 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = def.Logger
 	}
+	// The safe default, before anything is bound.
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr)
+	if err != nil {
+		return nil, err
+	}
 	serverOpts, err := cfg.Security.ServerOptions(cfg.Logger.With("component", "coordinator"))
 	if err != nil {
 		return nil, err
@@ -148,7 +162,8 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
-	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
+	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, insecureWarning: insecureWarning,
+		log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel,
@@ -203,7 +218,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr())
+	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr(), "security", c.cfg.Security.Mode.String())
+	if c.insecureWarning != "" {
+		c.log.Warn(c.insecureWarning)
+	}
 	return g.Wait()
 }
 

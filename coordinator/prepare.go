@@ -147,6 +147,9 @@ func (rn *run) start() error {
 		}
 	}
 	rn.log.Info("run started", "agents", len(rn.agents), "connections", rn.p.Connections, "duration", rn.p.Duration)
+	if rn.c.insecureWarning != "" {
+		rn.log.Warn(rn.c.insecureWarning)
+	}
 	return nil
 }
 

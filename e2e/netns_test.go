@@ -35,6 +35,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/security/securitytest"
 )
 
 // netnsEnv, set to "1", runs TestNetnsCluster. It is opt-in: the test needs
@@ -89,6 +92,8 @@ type netnsTopo struct {
 	coord  netnsHost
 	agents []netnsHost
 	target netnsHost
+	// clientTLS are coordctl's mutual-TLS flags (--tls-ca ...).
+	clientTLS []string
 }
 
 func (n *netnsTopo) hosts() []netnsHost {
@@ -160,6 +165,11 @@ type netnsReport struct {
 // The agents wait for the start and stage instants at real-time priority
 // where they may (as root here), which is what keeps three agents on two
 // cores within 1 ms of each other; see engine.waitInstant.
+//
+// Every hop is mutual TLS (certificates from a CA made here), as a cluster
+// on a real network must be: first, a coordinator on its host's address
+// without TLS must refuse to start, and an agent there with
+// --insecure-cluster must start and warn (the safe default).
 func TestNetnsCluster(t *testing.T) {
 	if os.Getenv(netnsEnv) != "1" {
 		t.Skipf("multi-host test: run it alone with %s=1 as root (make test-netns)", netnsEnv)
@@ -189,18 +199,27 @@ func TestNetnsCluster(t *testing.T) {
 		t.Fatalf("target's CA file: %v\n%s", err, tgt.describe())
 	}
 
-	// Coordinator and agents: gossip and gRPC on the hosts' own addresses.
-	coord := n.start(t, n.coord, "coordinator", true, binCoord,
-		"--grpc-addr", coordAddr, "--gossip-addr", n.coord.ip+":7946", "--local")
+	// The safe default on real addresses: no TLS, no start; with
+	// --insecure-cluster, a start with a warning.
+	netnsSafeDefault(t, n, binCoord, binAgent)
+
+	// Coordinator and agents: gossip and gRPC on the hosts' own addresses,
+	// mutual TLS on every gRPC hop.
+	pki := securitytest.New(t)
+	n.clientTLS = tlsArgs(pki.Files(t, security.RoleClient, "netns"))
+	coord := n.start(t, n.coord, "coordinator", true, binCoord, append([]string{
+		"--grpc-addr", coordAddr, "--gossip-addr", n.coord.ip + ":7946", "--local"},
+		tlsArgs(pki.Files(t, security.RoleCoordinator, "coordinator"))...)...)
 	daemons := []*proc{tgt, coord}
 	var agentNames []string
 	for _, h := range n.agents {
 		name := "agent-" + strings.TrimPrefix(h.role, "agent")
 		agentNames = append(agentNames, name)
-		daemons = append(daemons, n.start(t, h, name, true, binAgent,
-			"--grpc-addr", h.ip+":7070", "--gossip-addr", h.ip+":7946",
-			"--join", n.coord.ip+":7946", "--name", name, "--local",
-			"--allow-targets", "198.18.0.0/24"))
+		daemons = append(daemons, n.start(t, h, name, true, binAgent, append([]string{
+			"--grpc-addr", h.ip + ":7070", "--gossip-addr", h.ip + ":7946",
+			"--join", n.coord.ip + ":7946", "--name", name, "--local",
+			"--allow-targets", "198.18.0.0/24"},
+			tlsArgs(pki.Files(t, security.RoleAgent, name))...)...))
 	}
 	n.waitAgentsIdle(t, binCtl, coordAddr, agentNames, daemons)
 	t.Logf("cluster ready %v after start (topology %s-*; host: %s)", time.Since(began).Round(time.Millisecond), n.prefix, netnsHostLoad())
@@ -233,7 +252,7 @@ func TestNetnsCluster(t *testing.T) {
 
 	// Run 1: closed loop.
 	closed := attempts("closed", func(j string) []string {
-		return []string{"--coordinator", coordAddr, "run", "-c", "12", "-d", "3s", "--cacert", caFile, "--json", j, targetURL}
+		return append(append([]string{"--coordinator", coordAddr}, n.clientTLS...), "run", "-c", "12", "-d", "3s", "--cacert", caFile, "--json", j, targetURL)
 	})
 	r1 := closed[len(closed)-1]
 
@@ -261,7 +280,7 @@ stages:
 		t.Fatal(err)
 	}
 	open := attempts("open", func(j string) []string {
-		return []string{"--coordinator", coordAddr, "run", "--json", j, planFile}
+		return append(append([]string{"--coordinator", coordAddr}, n.clientTLS...), "run", "--json", j, planFile)
 	})
 	r2 := open[len(open)-1]
 
@@ -338,6 +357,39 @@ stages:
 				t.Logf("%s:\n%s", filepath.Base(f), b)
 			}
 		}
+	}
+}
+
+// netnsSafeDefault checks the safe default on the hosts' real addresses: a
+// coordinator without mutual TLS does not start, and says why; an agent
+// with --insecure-cluster starts, warns, and stops cleanly.
+func netnsSafeDefault(t *testing.T, n *netnsTopo, binCoord, binAgent string) {
+	t.Helper()
+	refused := n.start(t, n.coord, "coordinator without TLS", false, binCoord,
+		"--grpc-addr", n.coord.ip+":7001", "--gossip-addr", n.coord.ip+":7947", "--local")
+	code, ok := refused.Wait(netnsReadyTimeout)
+	want := "--grpc-addr " + n.coord.ip + ":7001 is not a loopback address"
+	if !ok || code != 1 || !strings.Contains(refused.Stderr(), want) || !strings.Contains(refused.Stderr(), "--insecure-cluster") {
+		t.Errorf("coordinator on %s without TLS: exited %v, code %d; want 1 and %q\n%s", n.coord.ip, ok, code, want, refused.describe())
+	}
+	h := n.agents[0]
+	insecure := n.start(t, h, "agent --insecure-cluster", true, binAgent,
+		"--grpc-addr", h.ip+":7071", "--gossip-addr", h.ip+":7947", "--name", "insecure", "--local", "--insecure-cluster")
+	warn := "insecure cluster (--insecure-cluster): --grpc-addr " + h.ip + ":7071, --gossip-addr " + h.ip + ":7947 without mutual TLS"
+	if err := waitUntil(netnsReadyTimeout, insecure, func(context.Context) error {
+		if !strings.Contains(insecure.Stderr(), "agent started") || !strings.Contains(insecure.Stderr(), warn) {
+			return errors.New("no start and warning logged yet")
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("agent --insecure-cluster on %s: %v; want it started, warning %q\n%s", h.ip, err, warn, insecure.describe())
+	}
+	insecure.mayExit.Store(true)
+	if err := insecure.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, ok := insecure.Wait(10 * time.Second); !ok || code != 0 {
+		t.Errorf("agent --insecure-cluster: SIGTERM: exited %v, code %d; want 0\n%s", ok, code, insecure.describe())
 	}
 }
 
@@ -640,7 +692,8 @@ func (n *netnsTopo) waitAgentsIdle(t *testing.T, coordctl, coordAddr string, nam
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		cmd := exec.CommandContext(ctx, n.ipBin, "netns", "exec", n.coord.ns, coordctl, "--coordinator", coordAddr, "agents")
+		args := append(append([]string{"netns", "exec", n.coord.ns, coordctl, "--coordinator", coordAddr}, n.clientTLS...), "agents")
+		cmd := exec.CommandContext(ctx, n.ipBin, args...)
 		cmd.Env = procEnv()
 		cmd.WaitDelay = time.Second
 		out, err := cmd.CombinedOutput()

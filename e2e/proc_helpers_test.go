@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/security/securitytest"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -339,6 +340,53 @@ type procCluster struct {
 	grpcAddr   string // coordinator's gRPC address, for coordctl --coordinator
 	gossipAddr string // coordinator's gossip address, for agents' --join
 	agents     []*proc
+	tls        *procTLS // nil: every hop plaintext on loopback
+}
+
+// procTLS is the mutual-TLS setup of a process cluster: its CA, and the
+// files of the coordinator and of coordctl.
+type procTLS struct {
+	pki         *securitytest.PKI
+	coordinator security.Files
+	client      security.Files
+}
+
+func newProcTLS(t testing.TB) *procTLS {
+	t.Helper()
+	pki := securitytest.New(t)
+	return &procTLS{
+		pki:         pki,
+		coordinator: pki.Files(t, security.RoleCoordinator, "proc-coordinator"),
+		client:      pki.Files(t, security.RoleClient, "e2e"),
+	}
+}
+
+// tlsArgs returns the flags that give a process the files f.
+func tlsArgs(f security.Files) []string {
+	return []string{"--tls-ca", f.CA, "--tls-cert", f.Cert, "--tls-key", f.Key}
+}
+
+// coordctlArgs returns coordctl's global flags to reach c's coordinator
+// (with the client certificate when c has TLS), then args.
+func (c *procCluster) coordctlArgs(args ...string) []string {
+	out := []string{"--coordinator", c.grpcAddr}
+	if c.tls != nil {
+		out = append(out, tlsArgs(c.tls.client)...)
+	}
+	return append(out, args...)
+}
+
+// clientSecurity returns the credentials of a client of c's coordinator.
+func (c *procCluster) clientSecurity(t testing.TB) security.Config {
+	t.Helper()
+	if c.tls == nil {
+		return security.Config{}
+	}
+	sec, err := security.LoadFiles(security.RoleClient, c.tls.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sec
 }
 
 // startProcCluster starts a coordinator process and n agent processes
@@ -346,7 +394,14 @@ type procCluster struct {
 // idle.
 func startProcCluster(t testing.TB, n int) *procCluster {
 	t.Helper()
-	c := startProcCoordinator(t)
+	return startProcClusterWith(t, n, nil)
+}
+
+// startProcClusterWith starts a cluster as startProcCluster does, with
+// mutual TLS on every hop when tls is not nil.
+func startProcClusterWith(t testing.TB, n int, tls *procTLS) *procCluster {
+	t.Helper()
+	c := startProcCoordinatorWith(t, tls)
 	for i := range n {
 		c.addAgent(t, fmt.Sprintf("proc-agent-%d", i+1))
 	}
@@ -361,14 +416,25 @@ const bindRetries = 3
 // returns once it answers ListAgents.
 func startProcCoordinator(t testing.TB) *procCluster {
 	t.Helper()
+	return startProcCoordinatorWith(t, nil)
+}
+
+// startProcCoordinatorWith starts a coordinator as startProcCoordinator
+// does, with mutual TLS when tls is not nil.
+func startProcCoordinatorWith(t testing.TB, tls *procTLS) *procCluster {
+	t.Helper()
 	bin := procBinary(t, "coordinator")
 	for attempt := 1; ; attempt++ {
 		ports := freePorts(t, 2)
-		c := &procCluster{grpcAddr: loopback(ports[0]), gossipAddr: loopback(ports[1])}
-		c.coord = startProc(t, "coordinator", true, procEnv(), bin,
-			"--grpc-addr", c.grpcAddr, "--gossip-addr", c.gossipAddr, "--name", "proc-coordinator", "--local")
+		c := &procCluster{grpcAddr: loopback(ports[0]), gossipAddr: loopback(ports[1]), tls: tls}
+		args := []string{"--grpc-addr", c.grpcAddr, "--gossip-addr", c.gossipAddr, "--name", "proc-coordinator", "--local"}
+		if tls != nil {
+			args = append(args, tlsArgs(tls.coordinator)...)
+		}
+		c.coord = startProc(t, "coordinator", true, procEnv(), bin, args...)
+		sec := c.clientSecurity(t)
 		err := waitUntil(procReadyTimeout, c.coord, func(ctx context.Context) error {
-			_, err := listAgents(ctx, c.grpcAddr)
+			_, err := listAgentsWith(ctx, c.grpcAddr, sec)
 			return err
 		})
 		if err == nil {
@@ -390,9 +456,12 @@ func (c *procCluster) addAgent(t testing.TB, name string, args ...string) *proc 
 	bin := procBinary(t, "agent")
 	for attempt := 1; ; attempt++ {
 		ports := freePorts(t, 2)
-		a := startProc(t, name, true, procEnv(), bin, append([]string{
-			"--grpc-addr", loopback(ports[0]), "--gossip-addr", loopback(ports[1]),
-			"--join", c.gossipAddr, "--name", name, "--local"}, args...)...)
+		flags := []string{"--grpc-addr", loopback(ports[0]), "--gossip-addr", loopback(ports[1]),
+			"--join", c.gossipAddr, "--name", name, "--local"}
+		if c.tls != nil {
+			flags = append(flags, tlsArgs(c.tls.pki.Files(t, security.RoleAgent, name))...)
+		}
+		a := startProc(t, name, true, procEnv(), bin, append(flags, args...)...)
 		err := waitUntil(procReadyTimeout, a, func(ctx context.Context) error {
 			return c.agentsIdle(ctx, name)
 		})
@@ -426,7 +495,14 @@ func (c *procCluster) waitIdle(t testing.TB) {
 // agentsIdle returns nil if the coordinator lists every named agent as
 // idle, else an error saying what it lists.
 func (c *procCluster) agentsIdle(ctx context.Context, names ...string) error {
-	agents, err := listAgents(ctx, c.grpcAddr)
+	sec := security.Config{}
+	if c.tls != nil {
+		var err error
+		if sec, err = security.LoadFiles(security.RoleClient, c.tls.client); err != nil {
+			return err
+		}
+	}
+	agents, err := listAgentsWith(ctx, c.grpcAddr, sec)
 	if err != nil {
 		return err
 	}
@@ -442,9 +518,15 @@ func (c *procCluster) agentsIdle(ctx context.Context, names ...string) error {
 	return nil
 }
 
-// listAgents calls the coordinator's ListAgents over gRPC.
+// listAgents calls the coordinator's ListAgents over plaintext gRPC.
 func listAgents(ctx context.Context, addr string) ([]*pb.NodeMeta, error) {
-	creds, err := security.Config{}.DialOption()
+	return listAgentsWith(ctx, addr, security.Config{})
+}
+
+// listAgentsWith calls the coordinator's ListAgents over gRPC with the
+// client credentials sec.
+func listAgentsWith(ctx context.Context, addr string, sec security.Config) ([]*pb.NodeMeta, error) {
+	creds, err := sec.DialOption()
 	if err != nil {
 		return nil, err
 	}

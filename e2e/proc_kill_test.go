@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/target"
 )
 
 // TestProcAgentStopsWhenCoordinatorKilled kills -9 the coordinator process
@@ -28,45 +30,14 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 
 	// The run is under way: the target counts requests and coordctl has
 	// printed the first merged interval ("[  1] ... req/s").
-	if err := waitUntil(procReadyTimeout, run, func(context.Context) error {
-		if n := srv.Requests(); n == 0 || !strings.Contains(run.Stderr(), "req/s") {
-			return fmt.Errorf("target counted %d requests; coordctl stderr %q", n, run.Stderr())
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("run not under way: %v\n%s\n%s", err, run.describe(), c.agents[0].describe())
-	}
+	waitRunUnderWay(t, srv, run, c.agents[0])
 
 	c.coord.Kill()
 	killedAt := time.Now()
 	if _, ok := c.coord.Wait(5 * time.Second); !ok {
 		t.Fatal("coordinator still running 5s after SIGKILL")
 	}
-	atKill := srv.Requests()
-
-	// Watch the count until kill+2s, noting when it last grew.
-	last, lastGrowth := atKill, killedAt
-	for time.Since(killedAt) < 2*time.Second {
-		time.Sleep(procPoll)
-		if n := srv.Requests(); n != last {
-			last, lastGrowth = n, time.Now()
-		}
-	}
-	at2s := srv.Requests()
-	if at2s != last {
-		lastGrowth = time.Now()
-	}
-	// It must not grow from kill+2s to kill+3s.
-	for time.Since(killedAt) < 3*time.Second {
-		time.Sleep(procPoll)
-	}
-	at3s := srv.Requests()
-	t.Logf("target counted %d requests at the kill, %d at +2s, %d at +3s; last growth %v after the kill",
-		atKill, at2s, at3s, lastGrowth.Sub(killedAt).Round(time.Millisecond))
-	if at3s != at2s {
-		t.Errorf("the agent still sends load 2s after the coordinator died: %d requests at kill+2s, %d at kill+3s\n%s",
-			at2s, at3s, c.agents[0].describe())
-	}
+	at3s := loadStopsWithin2s(t, srv, killedAt, c.agents[0])
 
 	// coordctl fails, naming the coordinator.
 	code, ok := run.Wait(10*time.Second - time.Since(killedAt))
@@ -102,6 +73,80 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 
 	// The agent survived its coordinator (its cleanup checks that it is
 	// still running and exits 0 on SIGTERM).
+	if c.agents[0].Exited() {
+		t.Errorf("agent exited when the coordinator died\n%s", c.agents[0].describe())
+	}
+}
+
+// waitRunUnderWay waits until the target counts requests and coordctl run
+// has printed the first merged interval ("[  1] ... req/s").
+func waitRunUnderWay(t *testing.T, srv *target.Server, run, agent *proc) {
+	t.Helper()
+	if err := waitUntil(procReadyTimeout, run, func(context.Context) error {
+		if n := srv.Requests(); n == 0 || !strings.Contains(run.Stderr(), "req/s") {
+			return fmt.Errorf("target counted %d requests; coordctl stderr %q", n, run.Stderr())
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("run not under way: %v\n%s\n%s", err, run.describe(), agent.describe())
+	}
+}
+
+// loadStopsWithin2s watches the target's request count from killedAt (the
+// coordinator's kill) to killedAt+3s: it must not grow after killedAt+2s.
+// It returns the count at killedAt+3s.
+func loadStopsWithin2s(t *testing.T, srv *target.Server, killedAt time.Time, agent *proc) int64 {
+	t.Helper()
+	atKill := srv.Requests()
+	// Watch the count until kill+2s, noting when it last grew.
+	last, lastGrowth := atKill, killedAt
+	for time.Since(killedAt) < 2*time.Second {
+		time.Sleep(procPoll)
+		if n := srv.Requests(); n != last {
+			last, lastGrowth = n, time.Now()
+		}
+	}
+	at2s := srv.Requests()
+	if at2s != last {
+		lastGrowth = time.Now()
+	}
+	// It must not grow from kill+2s to kill+3s.
+	for time.Since(killedAt) < 3*time.Second {
+		time.Sleep(procPoll)
+	}
+	at3s := srv.Requests()
+	t.Logf("target counted %d requests at the kill, %d at +2s, %d at +3s; last growth %v after the kill",
+		atKill, at2s, at3s, lastGrowth.Sub(killedAt).Round(time.Millisecond))
+	if at3s != at2s {
+		t.Errorf("the agent still sends load 2s after the coordinator died: %d requests at kill+2s, %d at kill+3s\n%s",
+			at2s, at3s, agent.describe())
+	}
+	return at3s
+}
+
+// TestProcAgentStopsWhenCoordinatorKilledTLS is the hard stop over mutual
+// TLS: kill -9 of the coordinator mid-run, and its agent stops sending load
+// within 2 s (gRPC keepalive over TLS ends the run stream) and stays up.
+func TestProcAgentStopsWhenCoordinatorKilledTLS(t *testing.T) {
+	srv, ca := startTarget(t)
+	caFile, _, _, err := ca.WriteFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startProcClusterWith(t, 1, newProcTLS(t))
+	run := startProc(t, "coordctl run", false, procEnv(), procBinary(t, "coordctl"),
+		c.coordctlArgs("run", "-c", "4", "-d", "60s", "--cacert", caFile, srv.URL())...)
+	waitRunUnderWay(t, srv, run, c.agents[0])
+	c.coord.Kill()
+	killedAt := time.Now()
+	if _, ok := c.coord.Wait(5 * time.Second); !ok {
+		t.Fatal("coordinator still running 5s after SIGKILL")
+	}
+	loadStopsWithin2s(t, srv, killedAt, c.agents[0])
+	run.mayExit.Store(true)
+	if _, ok := run.Wait(10*time.Second - time.Since(killedAt)); !ok {
+		t.Errorf("coordctl run still running 10s after the coordinator was killed\n%s", run.describe())
+	}
 	if c.agents[0].Exited() {
 		t.Errorf("agent exited when the coordinator died\n%s", c.agents[0].describe())
 	}

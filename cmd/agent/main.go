@@ -23,6 +23,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/cpuset"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
@@ -41,6 +42,9 @@ func newCommand() *cobra.Command {
 		logLevel  string
 		pprofAddr string
 		allowSpec string
+		tlsFiles  security.Files
+		insecure  bool
+		secFlags  []string
 	)
 	cmd := &cobra.Command{
 		Use:           "agent",
@@ -62,6 +66,12 @@ func newCommand() *cobra.Command {
 			}
 			if cfg.MaxRate < 0 {
 				return fmt.Errorf("--max-rate %d: want 0 (no cap) or more requests/s", cfg.MaxRate)
+			}
+			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
+				return err
+			}
+			if cfg.Security, err = daemon.LoadSecurity(security.RoleAgent, tlsFiles, insecure); err != nil {
+				return err
 			}
 			if cpus != "" {
 				set, err := cpuset.Parse(cpus)
@@ -138,6 +148,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&allowSpec, "allow-targets", cfg.AllowTargets.String(), "targets this agent may load, comma-separated: CIDRs (198.18.0.0/15), addresses (127.0.0.1, [::1]:8443), host names (host.example:443) and domain wildcards (*.lab.example); checked on the address dialled, after resolution, before any packet (README, Allowlists and caps)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "refuse a share that would open more connections on this agent (0: no cap)")
 	f.Int64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "refuse a share above this rate on this agent, requests/s, and any closed-loop share (0: no cap)")
+	secFlags = daemon.SecurityFlags(f, &tlsFiles, &insecure)
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd
 }

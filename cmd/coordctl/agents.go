@@ -12,13 +12,13 @@ import (
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
-func newAgentsCmd(coordAddr *string) *cobra.Command {
+func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "agents",
 		Short: "List the live agents (name, gRPC address, CPUs, state, version, caps, target allowlist)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, closeConn, err := dial(*coordAddr)
+			client, closeConn, err := co.dial()
 			if err != nil {
 				return err
 			}
@@ -27,7 +27,7 @@ func newAgentsCmd(coordAddr *string) *cobra.Command {
 			defer cancel()
 			resp, err := client.ListAgents(ctx, &pb.ListAgentsRequest{})
 			if err != nil {
-				return &prefixedError{"coordinator " + *coordAddr + " unreachable", err}
+				return &prefixedError{"coordinator " + co.addr + " unreachable", err}
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tADDRESS\tCPUS\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")

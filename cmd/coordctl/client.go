@@ -15,13 +15,26 @@ import (
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
-// dial returns a client of the coordinator at addr. The connection is lazy;
-// errors surface on the first call.
-func dial(addr string) (pb.CoordinatorServiceClient, func(), error) {
-	creds, err := security.Config{}.DialOption()
+// coordinatorFlags are coordctl's global flags that say how to reach the
+// coordinator: its address and the mutual-TLS files.
+type coordinatorFlags struct {
+	addr string         // --coordinator
+	tls  security.Files // --tls-ca, --tls-cert, --tls-key
+}
+
+// dial returns a client of the coordinator, with mutual TLS as a client
+// when the TLS flags are set (all three or none: a bad set is a usage
+// error). The connection is lazy; errors surface on the first call.
+func (co *coordinatorFlags) dial() (pb.CoordinatorServiceClient, func(), error) {
+	sec, err := security.LoadFiles(security.RoleClient, co.tls)
+	if err != nil {
+		return nil, nil, &usageError{err}
+	}
+	creds, err := sec.DialOption()
 	if err != nil {
 		return nil, nil, err
 	}
+	addr := co.addr
 	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinator address %q: %w", addr, err)

@@ -20,7 +20,7 @@ import (
 // newKeyringCmd is `coordctl keyring list|install|use|remove`, the
 // gossip key rotation of `consul keyring` (-list, -install, -use,
 // -remove): the coordinator applies each to every live member.
-func newKeyringCmd(coordAddr *string) *cobra.Command {
+func newKeyringCmd(co *coordinatorFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keyring",
 		Short: "List or rotate the cluster's gossip keys (install, use, remove) on every live member",
@@ -50,17 +50,17 @@ func newKeyringCmd(coordAddr *string) *cobra.Command {
 				return nil
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return keyringOp(cmd, *coordAddr, pb.KeyringOp_KEYRING_OP_LIST, nil)
+				return keyringOp(cmd, co, pb.KeyringOp_KEYRING_OP_LIST, nil)
 			},
 		},
-		keyCmd(coordAddr, "install", "Install a gossip key on every member, for decryption", pb.KeyringOp_KEYRING_OP_INSTALL),
-		keyCmd(coordAddr, "use", "Make an installed gossip key every member's primary (the one it encrypts with)", pb.KeyringOp_KEYRING_OP_USE),
-		keyCmd(coordAddr, "remove", "Remove a gossip key that no member uses as primary from every member", pb.KeyringOp_KEYRING_OP_REMOVE),
+		keyCmd(co, "install", "Install a gossip key on every member, for decryption", pb.KeyringOp_KEYRING_OP_INSTALL),
+		keyCmd(co, "use", "Make an installed gossip key every member's primary (the one it encrypts with)", pb.KeyringOp_KEYRING_OP_USE),
+		keyCmd(co, "remove", "Remove a gossip key that no member uses as primary from every member", pb.KeyringOp_KEYRING_OP_REMOVE),
 	)
 	return cmd
 }
 
-func keyCmd(coordAddr *string, use, short string, op pb.KeyringOp) *cobra.Command {
+func keyCmd(co *coordinatorFlags, use, short string, op pb.KeyringOp) *cobra.Command {
 	return &cobra.Command{
 		Use:   use + " KEY|-",
 		Short: short,
@@ -78,7 +78,7 @@ func keyCmd(coordAddr *string, use, short string, op pb.KeyringOp) *cobra.Comman
 			if err != nil {
 				return &usageError{fmt.Errorf("keyring %s: %w", use, err)}
 			}
-			return keyringOp(cmd, *coordAddr, op, key)
+			return keyringOp(cmd, co, op, key)
 		},
 	}
 }
@@ -87,9 +87,10 @@ func keyCmd(coordAddr *string, use, short string, op pb.KeyringOp) *cobra.Comman
 // the keys (as consul keyring -list shows them) and for the others each
 // member's result; the members that failed go to stderr, and make the
 // command fail naming them.
-func keyringOp(cmd *cobra.Command, addr string, op pb.KeyringOp, key []byte) error {
+func keyringOp(cmd *cobra.Command, co *coordinatorFlags, op pb.KeyringOp, key []byte) error {
 	name := strings.ToLower(strings.TrimPrefix(op.String(), "KEYRING_OP_"))
-	client, closeConn, err := dial(addr)
+	client, closeConn, err := co.dial()
+	addr := co.addr
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/coordinator"
+	"github.com/phalanxload/phalanx/internal/daemon"
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
@@ -152,7 +153,7 @@ func (e *prefixedError) Error() string { return e.prefix + ": " + e.err.Error() 
 func (e *prefixedError) Unwrap() error { return e.err }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	var coordAddr string
+	var co coordinatorFlags
 	root := &cobra.Command{
 		Use:           "coordctl",
 		Short:         "Run distributed HTTPS load tests on a Phalanx cluster",
@@ -173,7 +174,14 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	if def == "" {
 		def = coordinator.DefaultConfig().GRPCAddr
 	}
-	root.PersistentFlags().StringVar(&coordAddr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
-	root.AddCommand(newAgentsCmd(&coordAddr), newRunCmd(&coordAddr), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd(), newKeyringCmd(&coordAddr))
+	root.PersistentFlags().StringVar(&co.addr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
+	tlsFlags := daemon.TLSFlags(root.PersistentFlags(), &co.tls)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := daemon.BindEnv(cmd.Flags(), tlsFlags...); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	}
+	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd(), newKeyringCmd(&co))
 	return root
 }

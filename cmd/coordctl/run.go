@@ -60,7 +60,7 @@ type runFlags struct {
 	onAgentLoss string
 }
 
-func newRunCmd(coordAddr *string) *cobra.Command {
+func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	f := runFlags{duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout), interval: wrkDuration(plan.DefaultInterval)}
 	cmd := &cobra.Command{
 		Use:   "run [flags] URL|PLAN.yaml",
@@ -85,7 +85,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 				return err
 			}
 			defer out.discard()
-			client, closeConn, err := dial(*coordAddr)
+			client, closeConn, err := co.dial()
 			if err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ func newRunCmd(coordAddr *string) *cobra.Command {
 			st := newStopper(ctx, client, stderr, abandon)
 			pp := wire.PlanToProto(p)
 			rc := &received{}
-			res, err := submit(ctx, client, *coordAddr, pp, stderr, st.setRunID, rc)
+			res, err := submit(ctx, client, co.addr, pp, stderr, st.setRunID, rc)
 			st.close()
 			if sig := st.abandonedBy(); sig != nil {
 				return &exitError{abandonedStatus(sig), errors.New("run abandoned: its agents stop now, and nothing is reported")}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
@@ -28,6 +29,9 @@ func newCommand() *cobra.Command {
 	var (
 		local    bool
 		logLevel string
+		tlsFiles security.Files
+		insecure bool
+		secFlags []string
 	)
 	cmd := &cobra.Command{
 		Use:           "coordinator",
@@ -39,6 +43,12 @@ func newCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
+				return err
+			}
+			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
+				return err
+			}
+			if cfg.Security, err = daemon.LoadSecurity(security.RoleCoordinator, tlsFiles, insecure); err != nil {
 				return err
 			}
 			cfg.LAN = !local
@@ -62,5 +72,6 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	secFlags = daemon.SecurityFlags(f, &tlsFiles, &insecure)
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/phalanxload/phalanx/agent"
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/cluster"
+	"github.com/phalanxload/phalanx/internal/security"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// KeyDir is the directory of the members' key files; required with
 	// GossipKeys.
 	KeyDir string
+	// CoordinatorSecurity and AgentSecurity are the coordinator's and
+	// every agent's hop credentials. Default (zero): insecure, as loopback
+	// allows.
+	CoordinatorSecurity, AgentSecurity security.Config
 	// Agent, when not nil, edits agent i's configuration (0-based; its
 	// allowlist, caps) before it starts.
 	Agent func(i int, cfg *agent.Config)
@@ -86,7 +91,7 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	coord, err := coordinator.New(coordinator.Config{
 		Name: "coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Logger: logger,
-		GossipKeyFile: coordKeys,
+		GossipKeyFile: coordKeys, Security: o.CoordinatorSecurity,
 	})
 	if err != nil {
 		return nil, err
@@ -104,7 +109,7 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 		cfg := agent.Config{
 			Name: name, GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
 			Join: []string{coord.GossipAddr()}, CPUs: cpusPerAgent, Logger: logger,
-			GossipKeyFile: keys,
+			GossipKeyFile: keys, Security: o.AgentSecurity,
 		}
 		if i < len(o.ClockShift) && o.ClockShift[i] != 0 {
 			shift := o.ClockShift[i]

@@ -37,6 +37,14 @@ func (cfg Config) Exposure(listen ...Listen) Exposure {
 	return Exposure{Listen: listen, TLS: cfg.Mode == ModeMutualTLS, InsecureCluster: cfg.InsecureCluster, Loopback: cfg.Loopback}
 }
 
+// CheckDaemon applies the rule (Exposure.Check) to a daemon with cfg's hop
+// credentials that serves gRPC on grpcAddr (--grpc-addr) and gossips on
+// gossipAddr (--gossip-addr): the one check the agent and the coordinator
+// make, before they bind anything.
+func (cfg Config) CheckDaemon(grpcAddr, gossipAddr string) (warning string, err error) {
+	return cfg.Exposure(Listen{Flag: "--grpc-addr", Addr: grpcAddr}, Listen{Flag: "--gossip-addr", Addr: gossipAddr}).Check()
+}
+
 // Check applies the rule. It returns an error naming the first address
 // that is not loopback when the daemon has no mutual TLS and no
 // InsecureCluster; a warning (to log at start and at every run) when it has

@@ -1,23 +1,18 @@
 package security_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -28,29 +23,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// logBuffer is a goroutine-safe buffer for a test logger.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serve starts a gRPC server with cfg's credentials and a health service
 // on loopback; it returns its address and the log of its refusals.
-func serve(t *testing.T, cfg security.Config) (string, *logBuffer) {
+func serve(t *testing.T, cfg security.Config) (string, *securitytest.Log) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &securitytest.Log{}
 	opts, err := cfg.ServerOptions(slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -91,21 +68,6 @@ func call(t *testing.T, addr string, dial grpc.DialOption) error {
 	return unaryErr
 }
 
-// rogue returns dial credentials with the given certificate (none when
-// certPEM is nil) that trust pool and expect a server of role.
-func rogue(t *testing.T, certPEM, keyPEM []byte, pool *x509.CertPool, role security.Role) grpc.DialOption {
-	t.Helper()
-	cfg := &tls.Config{RootCAs: pool, ServerName: role.DNSName(), MinVersion: tls.VersionTLS13}
-	if certPEM != nil {
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return grpc.WithTransportCredentials(credentials.NewTLS(cfg))
-}
-
 func dialOf(t *testing.T, cfg security.Config) grpc.DialOption {
 	t.Helper()
 	d, err := cfg.DialOption()
@@ -133,8 +95,7 @@ func TestInsecureHop(t *testing.T) {
 func TestMutualTLS(t *testing.T) {
 	pki := securitytest.New(t)
 	other := securitytest.New(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(pki.CA.Cert)
+	pool := pki.Pool()
 
 	coordAddr, coordLog := serve(t, pki.Config(t, security.RoleCoordinator))
 	agentAddr, agentLog := serve(t, pki.Config(t, security.RoleAgent))
@@ -154,15 +115,15 @@ func TestMutualTLS(t *testing.T) {
 		reason string // in the refusal's log line
 	}{
 		{"coordctl to coordinator", coordAddr, security.RoleCoordinator, dialOf(t, pki.Config(t, security.RoleClient)), codes.OK, ""},
-		{"coordinator to coordinator", coordAddr, security.RoleCoordinator, rogue(t, coordCert, coordKey, pool, security.RoleCoordinator), codes.OK, ""},
+		{"coordinator to coordinator", coordAddr, security.RoleCoordinator, securitytest.Dial(t, coordCert, coordKey, pool, security.RoleCoordinator), codes.OK, ""},
 		{"coordinator to agent", agentAddr, security.RoleAgent, dialOf(t, pki.Config(t, security.RoleCoordinator)), codes.OK, ""},
-		{"no certificate to coordinator", coordAddr, security.RoleCoordinator, rogue(t, nil, nil, pool, security.RoleCoordinator), codes.Unauthenticated, "no client certificate"},
-		{"no certificate to agent", agentAddr, security.RoleAgent, rogue(t, nil, nil, pool, security.RoleAgent), codes.Unauthenticated, "no client certificate"},
-		{"other CA to coordinator", coordAddr, security.RoleCoordinator, rogue(t, foreignCert, foreignKey, pool, security.RoleCoordinator), codes.Unauthenticated, "not valid under this cluster's CA"},
-		{"other CA's coordinator to agent", agentAddr, security.RoleAgent, rogue(t, foreignCoord, foreignCoordKey, pool, security.RoleAgent), codes.Unauthenticated, "not valid under this cluster's CA"},
-		{"agent certificate to coordinator", coordAddr, security.RoleCoordinator, rogue(t, agentCert, agentKey, pool, security.RoleCoordinator), codes.PermissionDenied, "has role agent; the coordinator accepts only role client or coordinator"},
-		{"agent certificate to agent", agentAddr, security.RoleAgent, rogue(t, agentCert, agentKey, pool, security.RoleAgent), codes.PermissionDenied, "has role agent; the agent accepts only role coordinator"},
-		{"client certificate to agent", agentAddr, security.RoleAgent, rogue(t, clientCert, clientKey, pool, security.RoleAgent), codes.PermissionDenied, "has role client; the agent accepts only role coordinator"},
+		{"no certificate to coordinator", coordAddr, security.RoleCoordinator, securitytest.Dial(t, nil, nil, pool, security.RoleCoordinator), codes.Unauthenticated, "no client certificate"},
+		{"no certificate to agent", agentAddr, security.RoleAgent, securitytest.Dial(t, nil, nil, pool, security.RoleAgent), codes.Unauthenticated, "no client certificate"},
+		{"other CA to coordinator", coordAddr, security.RoleCoordinator, securitytest.Dial(t, foreignCert, foreignKey, pool, security.RoleCoordinator), codes.Unauthenticated, "not valid under this cluster's CA"},
+		{"other CA's coordinator to agent", agentAddr, security.RoleAgent, securitytest.Dial(t, foreignCoord, foreignCoordKey, pool, security.RoleAgent), codes.Unauthenticated, "not valid under this cluster's CA"},
+		{"agent certificate to coordinator", coordAddr, security.RoleCoordinator, securitytest.Dial(t, agentCert, agentKey, pool, security.RoleCoordinator), codes.PermissionDenied, "has role agent; the coordinator accepts only role client or coordinator"},
+		{"agent certificate to agent", agentAddr, security.RoleAgent, securitytest.Dial(t, agentCert, agentKey, pool, security.RoleAgent), codes.PermissionDenied, "has role agent; the agent accepts only role coordinator"},
+		{"client certificate to agent", agentAddr, security.RoleAgent, securitytest.Dial(t, clientCert, clientKey, pool, security.RoleAgent), codes.PermissionDenied, "has role client; the agent accepts only role coordinator"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +141,7 @@ func TestMutualTLS(t *testing.T) {
 			if c.server == security.RoleAgent {
 				log = agentLog
 			}
-			if !logHas(log.String(), "refused a gRPC call", "peer=127.0.0.1:", "code="+c.want.String(), c.reason) {
+			if len(log.Lines("refused a gRPC call", "peer=127.0.0.1:", "code="+c.want.String(), c.reason)) == 0 {
 				t.Errorf("no refusal logged with peer, code and %q:\n%s", c.reason, log)
 			}
 		})
@@ -194,20 +155,6 @@ func TestMutualTLS(t *testing.T) {
 	}
 }
 
-// logHas reports whether one line of log holds every part.
-func logHas(log string, parts ...string) bool {
-	for _, line := range strings.Split(log, "\n") {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
 // TestPlaintextToTLS: a plaintext client of a mutual-TLS server fails,
 // and the server logs the failed handshake with the peer's address.
 func TestPlaintextToTLS(t *testing.T) {
@@ -217,7 +164,7 @@ func TestPlaintextToTLS(t *testing.T) {
 		t.Fatalf("plaintext call: %v, want Unavailable", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !logHas(log.String(), "TLS handshake failed", "peer=127.0.0.1:") {
+	for len(log.Lines("TLS handshake failed", "peer=127.0.0.1:")) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no failed handshake logged:\n%s", log)
 		}

@@ -1,11 +1,20 @@
 // Package securitytest makes a cluster CA and role certificates for tests,
-// in memory or as files in the test's temporary directory.
+// in memory or as files in the test's temporary directory, the dial
+// credentials of rogue clients, and a log sink to assert refusals on.
 package securitytest
 
 import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/phalanxload/phalanx/internal/security"
 )
@@ -65,4 +74,64 @@ func (p *PKI) Files(t testing.TB, role security.Role, name string) security.File
 		}
 	}
 	return f
+}
+
+// Dial returns gRPC dial credentials for a client that presents certPEM and
+// keyPEM (no certificate when certPEM is nil), trusts only pool and expects
+// a server of role: a rogue client, where the certificate is another
+// role's or another CA's.
+func Dial(t testing.TB, certPEM, keyPEM []byte, pool *x509.CertPool, role security.Role) grpc.DialOption {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: pool, ServerName: role.DNSName(), MinVersion: tls.VersionTLS13}
+	if certPEM != nil {
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(cfg))
+}
+
+// Pool returns a pool holding only the PKI's CA.
+func (p *PKI) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.CA.Cert)
+	return pool
+}
+
+// Log is a goroutine-safe log sink for a test's slog handler, to assert
+// on the lines a daemon logged (refusals, warnings).
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything logged so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Lines returns the lines logged so far that hold every part.
+func (l *Log) Lines(parts ...string) []string {
+	var out []string
+	for _, line := range strings.Split(l.String(), "\n") {
+		all := line != ""
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			out = append(out, line)
+		}
+	}
+	return out
 }

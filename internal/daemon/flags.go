@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/phalanxload/phalanx/internal/security"
+)
+
+// EnvPrefix starts the name of every environment variable a daemon flag is
+// read from: --tls-ca is also PHALANX_TLS_CA.
+const EnvPrefix = "PHALANX_"
+
+// EnvName returns the environment variable of a flag: EnvPrefix and the
+// flag's name in upper case with '-' as '_' ("tls-ca" -> "PHALANX_TLS_CA").
+func EnvName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// BindEnv sets each named flag of fs that the command line did not set from
+// its environment variable (EnvName), when that is set and not empty: a
+// flag given on the command line wins over the environment, which wins over
+// the default. A value the flag refuses is an error naming the variable.
+// Call it after parsing (cobra: first thing in RunE).
+func BindEnv(fs *pflag.FlagSet, names ...string) error {
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil {
+			return fmt.Errorf("daemon: no flag --%s to bind", name)
+		}
+		env := EnvName(name)
+		v, ok := os.LookupEnv(env)
+		if !ok || v == "" || f.Changed {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("%s=%q (for --%s): %w", env, v, name, err)
+		}
+	}
+	return nil
+}
+
+// TLSFlags defines the hop-credential flags --tls-ca, --tls-cert and
+// --tls-key on fs, into files, and returns their names for BindEnv. coordctl
+// and both daemons have them.
+func TLSFlags(fs *pflag.FlagSet, files *security.Files) []string {
+	fs.StringVar(&files.CA, security.FlagCA, "", "cluster CA certificate (PEM) for mutual TLS on the gRPC hops; with --tls-cert and --tls-key (env "+EnvName(security.FlagCA)+")")
+	fs.StringVar(&files.Cert, security.FlagCert, "", "this process's certificate (PEM) from coordctl tls cert create (env "+EnvName(security.FlagCert)+")")
+	fs.StringVar(&files.Key, security.FlagKey, "", "the certificate's private key (PEM) (env "+EnvName(security.FlagKey)+")")
+	return []string{security.FlagCA, security.FlagCert, security.FlagKey}
+}
+
+// SecurityFlags defines a daemon's hop-security flags on fs: TLSFlags and
+// --insecure-cluster, and returns their names for BindEnv.
+func SecurityFlags(fs *pflag.FlagSet, files *security.Files, insecureCluster *bool) []string {
+	names := TLSFlags(fs, files)
+	fs.BoolVar(insecureCluster, security.FlagInsecureCluster, false,
+		"run without mutual TLS on a non-loopback --grpc-addr or --gossip-addr (unauthenticated: anyone who reaches it may run plans); warns at start and every run (env "+EnvName(security.FlagInsecureCluster)+")")
+	return append(names, security.FlagInsecureCluster)
+}
+
+// LoadSecurity loads a daemon's hop credentials for role from files
+// (security.LoadFiles: all three or none) and sets InsecureCluster.
+func LoadSecurity(role security.Role, files security.Files, insecureCluster bool) (security.Config, error) {
+	cfg, err := security.LoadFiles(role, files)
+	if err != nil {
+		return security.Config{}, err
+	}
+	cfg.InsecureCluster = insecureCluster
+	return cfg, nil
+}
