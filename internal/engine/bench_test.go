@@ -156,10 +156,14 @@ func BenchmarkClosedLoopRun(b *testing.B) {
 // BenchmarkH2ClosedLoopRun measures whole closed-loop HTTP/2 requests
 // through Run (pacer, HEADERS, response, settle, record) in count mode:
 // one connection of 10 streams, b.N GETs with browser-like headers,
-// against the framing-level server (h2FrameServer) over TLS on loopback.
+// against the framing-level server (h2FrameServer) over TLS on loopback
+// answering with a static file's response headers.
 // hdr-B/req is the HEADERS payload the server received per request.
 func BenchmarkH2ClosedLoopRun(b *testing.B) {
 	srv := newH2FrameServer(b, func(int64, string, string) h2Action { return h2Answer })
+	// A static file's response headers, as lighttpd's and nginx's.
+	srv.extra = []string{"content-type", "text/html", "accept-ranges", "bytes", "etag", `"3155521155"`,
+		"last-modified", "Tue, 01 Dec 2026 23:59:58 GMT", "date", "Wed, 02 Dec 2026 01:45:00 GMT", "server", "lighttpd/1.4.69"}
 	n := max(b.N, 1)
 	p := plan.Plan{URL: srv.url + "/index.html", Protocol: plan.H2, MaxStreams: 10, Connections: 1, Requests: int64(n),
 		Timeout: 10 * time.Second, TLS: plan.TLS{CAPEM: srv.ca},

@@ -147,3 +147,24 @@ func TestH2RefusedStreamNamed(t *testing.T) {
 		t.Errorf("server actions %v: want %d refused streams and %d answered", actions, 3*n/5, n*4/5)
 	}
 }
+
+// TestH2ResponseHeadersContinued: response header blocks split over
+// HEADERS and CONTINUATION, with a 3,000-byte field the server's encoder
+// puts in its dynamic table, are decoded (the engine's own decoder sees
+// every block), every response counted with its frames' bytes.
+func TestH2ResponseHeadersContinued(t *testing.T) {
+	srv := newH2FrameServer(t, func(int64, string, string) h2Action { return h2Answer })
+	srv.continued = true
+	const n = 200
+	p := plan.Plan{URL: srv.url + "/", Protocol: plan.H2, MaxStreams: 4, Connections: 1, Requests: n, TLS: plan.TLS{CAPEM: srv.ca}}
+	total, res, _ := runH2(t, p, 1)
+	srv.check(t)
+	if total.Status[200] != n || total.ErrorTotal() != 0 || res.Issued != n || total.ConnectionsOpened != 1 {
+		t.Fatalf("statuses %v, errors %v, issued %d, connections %d: want %d × 200 on one connection", total.StatusMap(), total.ErrorMap(), res.Issued, total.ConnectionsOpened, n)
+	}
+	// Per response: two header frames (9-byte headers each, the first
+	// block holding the 3,000-byte literal) and a DATA frame of 2 bytes.
+	if per := total.BytesRead / n; per < 2*9+9+2+5 || total.BytesRead < 3000 {
+		t.Errorf("%d bytes read (%d per response): want the frames' bytes counted", total.BytesRead, per)
+	}
+}

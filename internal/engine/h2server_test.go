@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,6 +68,12 @@ type h2FrameServer struct {
 	// headerTable, if set, is sent as SETTINGS_HEADER_TABLE_SIZE and
 	// enforced by the decoder once the client has acknowledged it.
 	headerTable *uint32
+	// extra are more response header fields (name, value, ...) of
+	// h2Answer's 200 (set before the run).
+	extra []string
+	// continued answers h2Answer streams with a header block split over
+	// HEADERS and CONTINUATION (set before the run).
+	continued bool
 	// headerBytes counts HEADERS frame payload bytes received.
 	headerBytes atomic.Int64
 }
@@ -161,7 +168,17 @@ func (s *h2FrameServer) serve(c net.Conn) {
 	paths := map[uint32]string{} // every stream's path, for the body bytes of closed ones too
 	bodies := map[uint32]int64{}
 	answer := func(id uint32) error {
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(200, "content-length", "2"), EndHeaders: true}); err != nil {
+		if s.continued {
+			// The block in a HEADERS and a CONTINUATION frame, with a
+			// 3,000-byte field the encoder indexes.
+			b := block(200, "content-length", "2", "x-pad", strings.Repeat("p", 3000), "x-seq", strconv.Itoa(int(id)))
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b[:len(b)/2]}); err != nil {
+				return err
+			}
+			if err := fr.WriteContinuation(id, true, b[len(b)/2:]); err != nil {
+				return err
+			}
+		} else if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(200, append([]string{"content-length", "2"}, s.extra...)...), EndHeaders: true}); err != nil {
 			return err
 		}
 		delete(open, id)

@@ -55,6 +55,18 @@ type h2session struct {
 	// wmu; default 4,096, RFC 9113 section 6.5.2).
 	hpackTable uint32
 
+	// Response header blocks, decoded by the read loop alone (no lock):
+	// hdec decodes every block, also of streams given up on (the dynamic
+	// table needs them all); hstatus is the :status of the block being
+	// read, hbytes its frames' wire bytes and hend its END_STREAM while
+	// CONTINUATION frames follow. Decoding ourselves instead of the
+	// Framer's ReadMetaHeaders skips building and validating a field list
+	// per response: only :status is kept.
+	hdec    *hpack.Decoder
+	hstatus string
+	hbytes  int64
+	hend    bool
+
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
 	streams     map[uint32]*h2stream
@@ -108,7 +120,12 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 32<<10))
-	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	s.hdec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if f.Name == ":status" {
+			s.hstatus = f.Value
+		}
+	})
+	s.hdec.SetMaxStringLength(1 << 20)
 	s.fr.SetMaxReadFrameSize(1 << 20)
 	_ = nc.SetDeadline(time.Now().Add(c.e.plan.Timeout))
 	_, err := s.bw.WriteString(http2.ClientPreface)
@@ -523,31 +540,11 @@ func (s *h2session) handle(f http2.Frame) error {
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
-	case *http2.MetaHeadersFrame:
-		s.mu.Lock()
-		st := s.streams[f.StreamID]
-		if st == nil {
-			s.mu.Unlock()
-			return nil // a stream we gave up on (timeout)
-		}
-		st.bytes += int64(9 + f.Length)
-		if !st.gotHeaders {
-			code, err := strconv.Atoi(f.PseudoValue("status"))
-			if err != nil || code < 100 || code >= measure.MaxStatus {
-				s.endStreamLocked(f.StreamID, st, &protocolError{Msg: "bad :status"}, measure.ErrProtocol)
-				s.mu.Unlock()
-				return nil
-			}
-			if code < 200 {
-				s.mu.Unlock()
-				return nil // interim response: the final one follows
-			}
-			st.status, st.gotHeaders, st.first = code, true, time.Now()
-		}
-		if f.StreamEnded() {
-			s.endStreamLocked(f.StreamID, st, nil, 0)
-		}
-		s.mu.Unlock()
+	case *http2.HeadersFrame:
+		s.hstatus, s.hbytes, s.hend = "", 0, f.StreamEnded()
+		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame: // the Framer checks that it follows its HEADERS
+		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.DataFrame:
 		n := uint32(f.Length)
 		s.mu.Lock()
@@ -595,6 +592,46 @@ func (s *h2session) handle(f http2.Frame) error {
 		s.mu.Unlock()
 	case *http2.PushPromiseFrame:
 		return &protocolError{Msg: "push promise although push is disabled"}
+	}
+	return nil
+}
+
+// headerFragment decodes one fragment of a response header block (RFC
+// 9113 section 4.3: HEADERS, then CONTINUATION until END_HEADERS) and,
+// at the block's end, takes its :status and END_STREAM to the stream.
+// Errors: the block does not decode (a connection error,
+// COMPRESSION_ERROR).
+func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) error {
+	s.hbytes += int64(9 + length)
+	if _, err := s.hdec.Write(frag); err != nil {
+		return http2.ConnectionError(http2.ErrCodeCompression)
+	}
+	if !last {
+		return nil
+	}
+	if err := s.hdec.Close(); err != nil {
+		return http2.ConnectionError(http2.ErrCodeCompression)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[id]
+	if st == nil {
+		return nil // a stream we gave up on (timeout)
+	}
+	st.bytes += s.hbytes
+	if !st.gotHeaders {
+		code, err := strconv.Atoi(s.hstatus)
+		if err != nil || code < 100 || code >= measure.MaxStatus {
+			s.endStreamLocked(id, st, &protocolError{Msg: "bad :status"}, measure.ErrProtocol)
+			return nil
+		}
+		if code < 200 {
+			return nil // interim response: the final one follows
+		}
+		st.status, st.gotHeaders, st.first = code, true, time.Now()
+	}
+	if s.hend {
+		s.endStreamLocked(id, st, nil, 0)
 	}
 	return nil
 }
