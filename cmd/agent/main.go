@@ -1,7 +1,10 @@
 // Command agent runs a Phalanx agent: it joins the cluster, advertises its
 // gRPC address and CPUs, and generates load for the coordinator's plans.
 //
-//	agent --grpc-addr 10.0.0.5:7070 --gossip-addr 10.0.0.5:7946 --join 10.0.0.1:7946
+//	agent --grpc-addr 10.0.0.5:7070 --gossip-addr 10.0.0.5:7946 --join 10.0.0.1:7946 \
+//	      --tls-ca phalanx-ca.pem --tls-cert phalanx-agent-a5.pem --tls-key phalanx-agent-a5-key.pem
+//
+// On a non-loopback address it needs mutual TLS (--tls-*) or --insecure-cluster.
 package main
 
 import (

@@ -2,7 +2,10 @@
 // keeps the live agent view, runs plans submitted by coordctl across the
 // agents and merges their measurements.
 //
-//	coordinator --grpc-addr 10.0.0.1:7000 --gossip-addr 10.0.0.1:7946
+//	coordinator --grpc-addr 10.0.0.1:7000 --gossip-addr 10.0.0.1:7946 \
+//	      --tls-ca phalanx-ca.pem --tls-cert phalanx-coordinator-c1.pem --tls-key phalanx-coordinator-c1-key.pem
+//
+// On a non-loopback address it needs mutual TLS (--tls-*) or --insecure-cluster.
 package main
 
 import (
