@@ -219,7 +219,7 @@ func (c *h2conn) streamLoop() {
 			pos := c.pos.Add(1) - 1
 			en = &e.entries[e.sched[pos%int64(len(e.sched))]]
 		}
-		o := c.do(t0, en)
+		o := c.do(t0, en, timer)
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
@@ -227,8 +227,9 @@ func (c *h2conn) streamLoop() {
 }
 
 // do performs one request on a stream, retrying once on a new connection
-// when the server did not process it.
-func (c *h2conn) do(t0 time.Time, en *entry) outcome {
+// when the server did not process it. timer is the stream slot's own
+// (stopped; roundTrip waits on it and leaves it stopped).
+func (c *h2conn) do(t0 time.Time, en *entry, timer *time.Timer) outcome {
 	o := outcome{start: t0, sent: t0}
 	deadline := t0.Add(c.e.plan.Timeout)
 	if c.w.open {
@@ -247,7 +248,7 @@ func (c *h2conn) do(t0 time.Time, en *entry) outcome {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
-		status, bytes, ttfb, kind, err := s.roundTrip(en, deadline)
+		status, bytes, ttfb, kind, err := s.roundTrip(en, deadline, timer)
 		if c.e.plan.NoKeepAlive {
 			s.close(nil)
 			c.sessionLost(s)

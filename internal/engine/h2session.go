@@ -286,8 +286,8 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 }
 
 // roundTrip sends one request on a new stream and waits for its end or
-// the deadline.
-func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBytes int64, ttfb time.Duration, kind measure.ErrorKind, err error) {
+// the deadline, on timer: the stream slot's own (stopped), left stopped.
+func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) (status int, wireBytes int64, ttfb time.Duration, kind measure.ErrorKind, err error) {
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
@@ -355,7 +355,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time) (status int, wireBy
 		}
 		return 0, 0, 0, classify(err, false), err
 	}
-	timer := time.NewTimer(time.Until(deadline))
+	timer.Reset(time.Until(deadline))
 	select {
 	case <-st.done:
 		timer.Stop()
