@@ -5,12 +5,16 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
@@ -193,4 +197,69 @@ func benchRun(b *testing.B, p plan.Plan) {
 	if err != nil || res.Issued != p.Requests {
 		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, p.Requests)
 	}
+}
+
+// BenchmarkOpenLoopLateness runs open-loop windows of 2 s at 200, 2,000
+// and 20,000 requests/s against the in-process raw keep-alive server
+// (clear text), once per pacing, and reports the send lateness (actual
+// send − intended time) p50 and p99, the intended-time latency p50 minus
+// the service time p50 (what the tool adds to a latency a user reads), and
+// the process CPU per request (client and in-process server together:
+// compare pacings with it, not tools). Run with -benchtime=1x; -count=N
+// repeats every pacing in turn (interleaved rounds). The figures are the
+// machine's: rerun on a quiet one to see the mechanism's precision.
+func BenchmarkOpenLoopLateness(b *testing.B) {
+	url, _ := rawKeepAliveServer(b, false)
+	for _, rate := range []int{200, 2000, 20000} {
+		for _, pacing := range []Pacing{PacingGoTimer, PacingTimerfd, PacingTimerfdSpin, PacingThread} {
+			b.Run(fmt.Sprintf("R=%d/%s", rate, pacing), func(b *testing.B) {
+				for range b.N {
+					openLoopLateness(b, url, rate, pacing)
+				}
+			})
+		}
+	}
+}
+
+func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
+	p := plan.Plan{URL: url, Connections: 16, MaxConnections: 64, Load: plan.OpenLoop, Rate: int64(rate), Duration: 2 * time.Second, Timeout: 5 * time.Second}
+	p.SetDefaults()
+	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Pacing: pacing})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Prepare(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	all := hist.NewSet()
+	var counts measure.Counts
+	cpu0 := processCPU()
+	if _, err := e.Run(context.Background(), time.Now().Add(50*time.Millisecond), func(iv Interval) {
+		if err := all.Merge(iv.Hists); err != nil {
+			b.Error(err)
+		}
+		counts.Add(&iv.Counts)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	cpu := processCPU() - cpu0
+	if counts.Requests == 0 {
+		b.Fatal("no request completed")
+	}
+	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(50)), "late-p50-us")
+	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(99)), "late-p99-us")
+	b.ReportMetric(float64(all.Latency.ValueAtPercentile(50)-all.Service.ValueAtPercentile(50)), "lat-svc-p50-us")
+	b.ReportMetric(float64(all.Service.ValueAtPercentile(50)), "svc-p50-us")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(counts.Requests), "proc-cpu-us/req")
+	b.ReportMetric(float64(counts.Missed), "missed")
+}
+
+// processCPU returns the process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -55,6 +55,10 @@ type Config struct {
 	// LookupHost resolves a host name to addresses, for tests. Default
 	// (nil): the plan's resolver, else the system's.
 	LookupHost func(ctx context.Context, host string) ([]string, error)
+	// Pacing is how open-loop slots wait for their intended send times.
+	// Default (zero) PacingPrecise; the others are kept to be measured
+	// against it (BenchmarkOpenLoopLateness).
+	Pacing Pacing
 }
 
 // Engine runs one share. It is used once: Prepare, then Run, then Close.
@@ -132,6 +136,7 @@ type worker struct {
 	sched    schedule
 	phase    float64      // fraction of a ticket: spreads workers' sends
 	ticket   atomic.Int64 // next ticket (open loop)
+	clock    sendClock    // what slots wait on for their tickets' times (open loop)
 	taken    atomic.Int64 // tickets taken whose intended time is before the window's end
 	conns    atomic.Int64 // connection slots (open loop grows it)
 	maxConns int64        // cap for growth (open loop)
@@ -229,6 +234,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			targets = append(targets, float64(plan.Part(int(t), cfg.Workers, i)))
 		}
 		w.sched = newSchedule(p, first, targets)
+		if open {
+			w.clock = newSendClock(cfg.Pacing, e.stopped, e.endCh)
+		}
 		if base != nil {
 			w.tlsConf = base.Clone()
 			if p.TLS.Resume {
@@ -298,20 +306,7 @@ func (e *Engine) firstOfPhase(w *worker, k int64, off time.Duration) bool {
 // wait sleeps d on timer, or until the engine stops or the window is
 // ended by EndWindow (false).
 func (e *Engine) wait(timer *time.Timer, d time.Duration) bool {
-	timer.Reset(d)
-	select {
-	case <-timer.C:
-		return true
-	case <-e.stopped:
-	case <-e.endCh:
-	}
-	if !timer.Stop() {
-		select {
-		case <-timer.C:
-		default:
-		}
-	}
-	return false
+	return waitTimer(timer, d, e.stopped, e.endCh)
 }
 
 // resolve returns the address every connection dials: connect-to's, or the
@@ -605,6 +600,17 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			}()
 		}
 	}
+	var clocksStop []func()
+	for _, w := range e.workers {
+		if w.clock != nil {
+			clocksStop = append(clocksStop, w.clock.start())
+		}
+	}
+	stopClocks := func() { // once every slot has exited
+		for _, stop := range clocksStop {
+			stop()
+		}
+	}
 	// Allocated before the start, not in its first microseconds.
 	spare := newSlot()
 	ivHists := hist.NewSet() // reused: an Interval's Hists are valid only during emit
@@ -622,6 +628,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		close(release)
 		e.stop()
 		wg.Wait()
+		stopClocks()
 		return Result{}, ctx.Err()
 	}
 	waitInstant(e.mono)
@@ -710,6 +717,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		e.windowEnd = windowEnd
 	}
 	<-done
+	stopClocks()
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}

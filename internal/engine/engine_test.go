@@ -268,8 +268,9 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sends after the first two waited for a connection held 400 ms.
-	if late.Count() > 0 && late.Max() < 300_000 {
+	// Sends after the first two (one per connection, on time) waited for
+	// a connection held 400 ms.
+	if late.Count() > 2 && late.Max() < 300_000 {
 		t.Errorf("send lateness max %d us over %d sends: sends that waited for a busy connection must show their wait", late.Max(), late.Count())
 	}
 	if res.Issued > 10 {

@@ -30,7 +30,9 @@ func newPacer(e *Engine, l plan.Load) pacer {
 
 // openPacer sends on the schedule: each call takes the worker's next
 // ticket and waits for its intended time (the schedule's inverse
-// integral). A ticket still waiting for its time when EndWindow is called
+// integral) on the worker's clock (clock.go: by default one
+// high-resolution timer per worker, whose every wake-up releases all the
+// slots due). A ticket still waiting for its time when EndWindow is called
 // is given back unsent.
 type openPacer struct{ e *Engine }
 
@@ -50,14 +52,14 @@ func (p openPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, o
 	}
 	w.taken.Add(1)
 	if e.firstOfPhase(w, k, off) {
-		// The run's first send and each stage's first: wait precisely
-		// (timers wake about 1 ms late), so agents start and change
-		// load together. Other sends keep to plain timers.
+		// The run's first send and each stage's first: wait at the
+		// instant's precision, so agents start and change load
+		// together. Other sends wait on the worker's clock.
 		if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
 			return e.giveBack(w)
 		}
 		waitInstant(start)
-	} else if d := time.Until(start); d > 0 && !e.wait(timer, d) {
+	} else if !w.clock.wait(start, timer) {
 		return e.giveBack(w)
 	}
 	if e.ended.Load() && !start.Before(e.endedAt) {
