@@ -64,6 +64,11 @@ const (
 	// stallBlame is how long after a stall of the coordinator an agent's
 	// stream end is blamed on that stall in the agent's error.
 	stallBlame = 10 * time.Second
+	// agentSilenceLimit is the shortest coordinator silence an agent
+	// drops its stream for (its keepalive pings after 1 s without a read
+	// and waits 2 s for the answer: agent.New): a shorter stall is never
+	// blamed for a stream's end.
+	agentSilenceLimit = 2 * time.Second
 )
 
 // loop merges every agent's intervals until each has sent Done and closed
@@ -141,7 +146,7 @@ func (rn *run) loop(hooks RunHooks) error {
 func (rn *run) noteStall(d time.Duration, now time.Time) {
 	rn.stalled += d
 	rn.stall = max(rn.stall, d)
-	rn.stallEnd = now
+	rn.lastStall, rn.stallEnd = d, now
 	rn.log.Warn("the coordinator was stalled; its agents stop their load after 2s without it", "stalled", d.Round(time.Millisecond))
 }
 
@@ -251,7 +256,7 @@ func (rn *run) progress(pt *merge.Point, hooks RunHooks) {
 // blameStall reports whether a stream's end now follows a stall of the
 // coordinator closely enough to be blamed on it.
 func (rn *run) blameStall() bool {
-	return !rn.stallEnd.IsZero() && time.Since(rn.stallEnd) < stallBlame
+	return rn.lastStall >= agentSilenceLimit && time.Since(rn.stallEnd) < stallBlame
 }
 
 // streamError says how agent r's stream ended before its Done, naming the
@@ -263,7 +268,7 @@ func (rn *run) streamError(r *agentRun, err error) error {
 	}
 	if rn.blameStall() {
 		return fmt.Errorf("agent %s: %s after the coordinator stalled for %v: the agent stopped its load on its own",
-			r.meta.GetName(), how, rn.stall.Round(100*time.Millisecond))
+			r.meta.GetName(), how, rn.lastStall.Round(100*time.Millisecond))
 	}
 	return fmt.Errorf("agent %s: %s", r.meta.GetName(), how)
 }

@@ -134,11 +134,12 @@ type run struct {
 	startAt time.Time // the start instant, coordinator clock (set by start)
 
 	// Written by the run loop only.
-	userStop bool          // StopRun ended the window
-	aborted  bool          // on_agent_loss abort ended the window at a loss
-	stalled  time.Duration // the coordinator's own stalls, summed
-	stall    time.Duration // the longest of them
-	stallEnd time.Time     // when the last one ended
+	userStop  bool          // StopRun ended the window
+	aborted   bool          // on_agent_loss abort ended the window at a loss
+	stalled   time.Duration // the coordinator's own stalls, summed
+	stall     time.Duration // the longest of them
+	lastStall time.Duration // the last of them
+	stallEnd  time.Time     // when the last one ended
 }
 
 // windowStart returns the window's start instant, coordinator clock.
