@@ -156,7 +156,7 @@ const (
 // flagged client-bound: beyond it the tool's own delay is a visible part
 // of the latency a user checks against a millisecond-scale objective. The
 // engine's precise pacer keeps p99 well under it on an agent below 90 %
-// CPU (bench/README.md, "Send lateness"); a starved agent, or every
+// CPU (bench/README.md, "Measured design choices"); a starved agent, or every
 // connection busy (the server is slower than the rate and MaxConnections
 // allow), exceeds it.
 const LatenessLimit = time.Millisecond
