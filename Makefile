@@ -47,13 +47,13 @@ test-short: ## run the tests without the race detector
 	go test -count=1 ./...
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
-	go test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/http1
-	go test -run '^$$' -fuzz '^FuzzParseMix$$' -fuzztime $(FUZZTIME) ./internal/plan
-	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/plan
-	go test -run '^$$' -fuzz '^FuzzDecodeSparse$$' -fuzztime $(FUZZTIME) ./internal/hist
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/allow
-	go test -run '^$$' -fuzz '^FuzzSetup$$' -fuzztime $(FUZZTIME) ./agent
-	go test -run '^$$' -fuzz '^FuzzInterval$$' -fuzztime $(FUZZTIME) ./coordinator
+	.ci/fuzz ./internal/http1 FuzzReadResponse $(FUZZTIME)
+	.ci/fuzz ./internal/plan FuzzParseMix $(FUZZTIME)
+	.ci/fuzz ./internal/plan FuzzParseFile $(FUZZTIME)
+	.ci/fuzz ./internal/hist FuzzDecodeSparse $(FUZZTIME)
+	.ci/fuzz ./internal/allow FuzzParse $(FUZZTIME)
+	.ci/fuzz ./agent FuzzSetup $(FUZZTIME)
+	.ci/fuzz ./coordinator FuzzInterval $(FUZZTIME)
 
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo
