@@ -35,11 +35,47 @@ func (co *coordinatorFlags) dial() (pb.CoordinatorServiceClient, func(), error) 
 		return nil, nil, err
 	}
 	addr := co.addr
-	conn, err := grpc.NewClient(addr, creds)
+	conn, err := grpc.NewClient(addr, creds,
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return notCoordinator(addr, invoker(ctx, method, req, reply, cc, opts...))
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			cs, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return nil, notCoordinator(addr, err)
+			}
+			return notCoordinatorStream{cs, addr}, nil
+		}))
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinator address %q: %w", addr, err)
 	}
 	return pb.NewCoordinatorServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// notCoordinator turns gRPC's "unknown service" answer (the address
+// serves gRPC but not the coordinator's service: most often an agent's
+// --grpc-addr) into an error that says so; other errors pass unchanged.
+func notCoordinator(addr string, err error) error {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented && strings.Contains(st.Message(), "unknown service") {
+		return status.Errorf(codes.Unimplemented, "%s is not a Phalanx coordinator (%s): is it an agent's --grpc-addr? --coordinator takes the coordinator's --grpc-addr", addr, st.Message())
+	}
+	return err
+}
+
+// notCoordinatorStream applies notCoordinator to a stream's receive
+// errors: a server-streaming call learns of the unknown service on its
+// first Recv.
+type notCoordinatorStream struct {
+	grpc.ClientStream
+	addr string
+}
+
+func (s notCoordinatorStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return notCoordinator(s.addr, err)
 }
 
 // submit runs p on the coordinator, printing progress and losses to

@@ -207,3 +207,32 @@ func TestDescribePlainError(t *testing.T) {
 		t.Errorf("describe = %q", got)
 	}
 }
+
+// TestAgentPortIsNotACoordinator: --coordinator given an agent's gRPC
+// address says so, for a unary call (agents) and a stream (run), instead
+// of gRPC's bare "unknown service".
+func TestAgentPortIsNotACoordinator(t *testing.T) {
+	srv, b := targettest.Start(t)
+	caFile, _, _, err := b.WriteFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := localcluster.Start(context.Background(), 1, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	agentAddr := c.Agents[0].GRPCAddr()
+	for _, args := range [][]string{
+		{"--coordinator", agentAddr, "agents"},
+		{"--coordinator", agentAddr, "run", "-c1", "-n1", "--cacert", caFile, srv.URL()},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code == 0 || !strings.Contains(stderr, agentAddr+" is not a Phalanx coordinator") || !strings.Contains(stderr, "agent's --grpc-addr") {
+			t.Errorf("coordctl %v: exit %d, stderr %q; want it to say the address is not a coordinator", args[2:], code, stderr)
+		}
+	}
+	if n := srv.Requests(); n != 0 {
+		t.Errorf("target counted %d requests; want 0", n)
+	}
+}
