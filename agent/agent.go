@@ -100,7 +100,8 @@ type Config struct {
 	// Security sets the credentials of the agent's gRPC server (for the
 	// coordinator): mutual TLS accepting only the coordinator's role, or
 	// insecure. Default (and zero): insecure, which New refuses when
-	// GRPCAddr or GossipAddr is not loopback unless
+	// GRPCAddr or GossipAddr is not loopback, as it refuses a GossipAddr
+	// that is not loopback without GossipKeyFile, unless
 	// Security.InsecureCluster (then the agent warns at start and at every
 	// share).
 	Security security.Config
@@ -216,7 +217,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Clock = clock
 	}
 	// The safe default, before anything is bound.
-	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr)
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipKeyFile != "")
 	if err != nil {
 		return nil, err
 	}

@@ -75,8 +75,9 @@ type Config struct {
 	// mutual TLS accepting the client and coordinator roles) and of the
 	// dials to agents (verifying the agent role), or insecure. Default (and
 	// zero): insecure, which New refuses when GRPCAddr or GossipAddr is not
-	// loopback unless Security.InsecureCluster (then the coordinator warns
-	// at start and at every run).
+	// loopback, as it refuses a GossipAddr that is not loopback without
+	// GossipKeyFile, unless Security.InsecureCluster (then the coordinator
+	// warns at start and at every run).
 	Security security.Config
 	// Logger is the coordinator's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
@@ -146,7 +147,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.Logger = def.Logger
 	}
 	// The safe default, before anything is bound.
-	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr)
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipKeyFile != "")
 	if err != nil {
 		return nil, err
 	}

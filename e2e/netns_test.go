@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/security/securitytest"
 )
@@ -204,11 +205,23 @@ func TestNetnsCluster(t *testing.T) {
 	netnsSafeDefault(t, n, binCoord, binAgent)
 
 	// Coordinator and agents: gossip and gRPC on the hosts' own addresses,
-	// mutual TLS on every gRPC hop.
+	// mutual TLS on every gRPC hop, gossip encrypted (each member its own
+	// copy of the key file, which keyring changes would rewrite).
+	gossipKey, err := cluster.ParseKey(cluster.GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := func(name string) string {
+		p := filepath.Join(dir, name+".gossip.keys")
+		if err := cluster.WriteKeyFile(p, [][]byte{gossipKey}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	pki := securitytest.New(t)
 	n.clientTLS = tlsArgs(pki.Files(t, security.RoleClient, "netns"))
 	coord := n.start(t, n.coord, "coordinator", true, binCoord, append([]string{
-		"--grpc-addr", coordAddr, "--gossip-addr", n.coord.ip + ":7946", "--local"},
+		"--grpc-addr", coordAddr, "--gossip-addr", n.coord.ip + ":7946", "--local", "--gossip-key-file", keyFile("coordinator")},
 		tlsArgs(pki.Files(t, security.RoleCoordinator, "coordinator"))...)...)
 	daemons := []*proc{tgt, coord}
 	var agentNames []string
@@ -218,7 +231,7 @@ func TestNetnsCluster(t *testing.T) {
 		daemons = append(daemons, n.start(t, h, name, true, binAgent, append([]string{
 			"--grpc-addr", h.ip + ":7070", "--gossip-addr", h.ip + ":7946",
 			"--join", n.coord.ip + ":7946", "--name", name, "--local",
-			"--allow-targets", "198.18.0.0/24"},
+			"--allow-targets", "198.18.0.0/24", "--gossip-key-file", keyFile(name)},
 			tlsArgs(pki.Files(t, security.RoleAgent, name))...)...))
 	}
 	n.waitAgentsIdle(t, binCtl, coordAddr, agentNames, daemons)

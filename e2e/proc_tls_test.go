@@ -210,6 +210,13 @@ func TestProcSafeDefault(t *testing.T) {
 			}
 		}
 	}
+	// Mutual TLS does not cover gossip: on the network it needs a gossip
+	// key too.
+	args := []string{"--grpc-addr", "127.0.0.1:0", "--gossip-addr", "198.18.0.1:0", "--tls-ca", files.CA, "--tls-cert", files.Cert, "--tls-key", files.Key}
+	gp := startProc(t, "agent", false, procEnv(), procBinary(t, "agent"), args...)
+	if code, ok := gp.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(gp.Stderr(), "--gossip-addr 198.18.0.1:0 is not a loopback address: a daemon on the network needs a gossip key for its gossip (--gossip-key-file") {
+		t.Errorf("agent %v: exit %d (exited %v); want 1, asking for --gossip-key-file\n%s", args, code, ok, gp.describe())
+	}
 	// The environment counts as the flags do: a partial set there is refused too.
 	p := startProc(t, "agent", false, procEnv("PHALANX_TLS_CA="+files.CA), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
 	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), "--tls-cert and --tls-key missing") {

@@ -144,14 +144,15 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cfg.RejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique agent name (default: host name and gRPC port)")
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
-	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600 (default: plaintext gossip)")
-	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one")
+	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
+	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&allowSpec, "allow-targets", cfg.AllowTargets.String(), "targets this agent may load, comma-separated: CIDRs (198.18.0.0/15), addresses (127.0.0.1, [::1]:8443), host names (host.example:443) and domain wildcards (*.lab.example); checked on the address dialled, after resolution, before any packet (README, Allowlists and caps)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "refuse a share that would open more connections on this agent (0: no cap)")
 	f.Int64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "refuse a share above this rate on this agent, requests/s, and any closed-loop share (0: no cap)")
-	secFlags = daemon.SecurityFlags(f, &tlsFiles, &insecure)
+	// The gossip flags are read from the environment too.
+	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd
 }

@@ -71,10 +71,11 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (agents --join this)")
 	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...]")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "cluster name (default: coordinator-HOSTNAME)")
-	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600 (default: plaintext gossip)")
-	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one")
+	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
+	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	secFlags = daemon.SecurityFlags(f, &tlsFiles, &insecure)
+	// The gossip flags are read from the environment too.
+	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")
 	return cmd
 }

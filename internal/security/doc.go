@@ -29,8 +29,9 @@
 // `coordctl tls ca create` and `coordctl tls cert create`.
 //
 // Exposure is the safe default: a daemon whose gRPC or gossip address is not
-// loopback refuses to start without mutual TLS unless --insecure-cluster is
-// given.
+// loopback refuses to start without mutual TLS, and one whose gossip address
+// is not loopback without a gossip key too (--gossip-key-file: mutual TLS
+// does not cover memberlist's gossip), unless --insecure-cluster is given.
 //
 // The load's own TLS (the plan's --cacert/--cert/--key towards the target)
 // is internal/engine's, not this package's.

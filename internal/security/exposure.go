@@ -13,17 +13,24 @@ type Listen struct {
 	Flag string
 	// Addr is the address, host:port.
 	Addr string
+	// Gossip marks the memberlist gossip address, which mutual TLS does
+	// not protect: on the network it also needs a gossip key
+	// (Exposure.GossipKey).
+	Gossip bool
 }
 
 // Exposure is the safe-default rule's input: what a daemon listens on and
 // how it is protected. The rule (Check): a daemon any of whose listen
-// addresses is not loopback runs only with mutual TLS, or with
-// --insecure-cluster, and then warns.
+// addresses is not loopback runs only with mutual TLS, and one whose gossip
+// address is not loopback only with a gossip key too (--gossip-key-file),
+// or with --insecure-cluster, and then warns.
 type Exposure struct {
 	// Listen are the daemon's listen addresses (gRPC, gossip).
 	Listen []Listen
 	// TLS is whether its gRPC hops use mutual TLS.
 	TLS bool
+	// GossipKey is whether its gossip is encrypted (--gossip-key-file).
+	GossipKey bool
 	// InsecureCluster is --insecure-cluster: run unprotected on the
 	// network anyway, warning.
 	InsecureCluster bool
@@ -39,22 +46,26 @@ func (cfg Config) Exposure(listen ...Listen) Exposure {
 
 // CheckDaemon applies the rule (Exposure.Check) to a daemon with cfg's hop
 // credentials that serves gRPC on grpcAddr (--grpc-addr) and gossips on
-// gossipAddr (--gossip-addr): the one check the agent and the coordinator
-// make, before they bind anything.
-func (cfg Config) CheckDaemon(grpcAddr, gossipAddr string) (warning string, err error) {
-	return cfg.Exposure(Listen{Flag: "--grpc-addr", Addr: grpcAddr}, Listen{Flag: "--gossip-addr", Addr: gossipAddr}).Check()
+// gossipAddr (--gossip-addr), with its gossip encrypted when gossipKey
+// (--gossip-key-file): the one check the agent and the coordinator make,
+// before they bind anything.
+func (cfg Config) CheckDaemon(grpcAddr, gossipAddr string, gossipKey bool) (warning string, err error) {
+	e := cfg.Exposure(Listen{Flag: "--grpc-addr", Addr: grpcAddr}, Listen{Flag: "--gossip-addr", Addr: gossipAddr, Gossip: true})
+	e.GossipKey = gossipKey
+	return e.Check()
 }
 
 // Check applies the rule. It returns an error naming the first address
-// that is not loopback when the daemon has no mutual TLS and no
-// InsecureCluster; a warning (to log at start and at every run) when it has
-// InsecureCluster and some address is not loopback; neither otherwise.
+// that is not loopback and lacks a protection (mutual TLS; for gossip, a
+// gossip key too) when the daemon has no InsecureCluster; a warning (to
+// log at start and at every run) naming what runs unprotected when it has
+// InsecureCluster; neither otherwise.
 func (e Exposure) Check() (warning string, err error) {
 	loopback := e.Loopback
 	if loopback == nil {
 		loopback = IsLoopbackHost
 	}
-	var exposed []string
+	var exposed, plainGossip []string
 	for _, l := range e.Listen {
 		host, _, err := net.SplitHostPort(l.Addr)
 		if err != nil {
@@ -62,17 +73,39 @@ func (e Exposure) Check() (warning string, err error) {
 		}
 		if !loopback(host) {
 			exposed = append(exposed, l.Flag+" "+l.Addr)
+			if l.Gossip && !e.GossipKey {
+				plainGossip = append(plainGossip, l.Flag+" "+l.Addr)
+			}
 		}
 	}
-	if len(exposed) == 0 || e.TLS {
+	noTLS := len(exposed) > 0 && !e.TLS
+	if !noTLS && len(plainGossip) == 0 {
 		return "", nil
 	}
 	if !e.InsecureCluster {
-		return "", fmt.Errorf("%s is not a loopback address: a daemon on the network needs mutual TLS (--%s, --%s, --%s; README \"Securing a cluster\"), or --%s to run it unauthenticated",
-			exposed[0], FlagCA, FlagCert, FlagKey, FlagInsecureCluster)
+		var first string
+		var needs []string
+		if noTLS {
+			first = exposed[0]
+			needs = append(needs, fmt.Sprintf("mutual TLS (--%s, --%s, --%s)", FlagCA, FlagCert, FlagKey))
+		}
+		if len(plainGossip) > 0 {
+			if first == "" {
+				first = plainGossip[0]
+			}
+			needs = append(needs, fmt.Sprintf("a gossip key for its gossip (--%s, made by coordctl keygen)", FlagGossipKeyFile))
+		}
+		return "", fmt.Errorf("%s is not a loopback address: a daemon on the network needs %s (README \"Securing a cluster\"), or --%s to run it unauthenticated",
+			first, strings.Join(needs, " and "), FlagInsecureCluster)
 	}
-	return fmt.Sprintf("insecure cluster (--%s): %s without mutual TLS, anyone who reaches it may run plans",
-		FlagInsecureCluster, strings.Join(exposed, ", ")), nil
+	var parts []string
+	if noTLS {
+		parts = append(parts, strings.Join(exposed, ", ")+" without mutual TLS, anyone who reaches it may run plans")
+	}
+	if len(plainGossip) > 0 {
+		parts = append(parts, strings.Join(plainGossip, ", ")+" without a gossip key, anyone who reaches it may join the cluster and learn its members")
+	}
+	return fmt.Sprintf("insecure cluster (--%s): %s", FlagInsecureCluster, strings.Join(parts, "; ")), nil
 }
 
 // IsLoopbackHost reports whether a listen address's host binds only

@@ -177,8 +177,8 @@ func TestWriteFile(t *testing.T) {
 // TestExposure: a daemon on a network address refuses to start without
 // mutual TLS unless --insecure-cluster, and then warns.
 func TestExposure(t *testing.T) {
-	local := []security.Listen{{"--grpc-addr", "127.0.0.1:7070"}, {"--gossip-addr", "[::1]:7946"}}
-	exposed := []security.Listen{{"--grpc-addr", "127.0.0.1:7070"}, {"--gossip-addr", "0.0.0.0:7946"}}
+	local := []security.Listen{{"--grpc-addr", "127.0.0.1:7070", false}, {"--gossip-addr", "[::1]:7946", true}}
+	exposed := []security.Listen{{"--grpc-addr", "127.0.0.1:7070", false}, {"--gossip-addr", "0.0.0.0:7946", true}}
 	cases := []struct {
 		name     string
 		e        security.Exposure
@@ -186,13 +186,18 @@ func TestExposure(t *testing.T) {
 		wantWarn string
 	}{
 		{"loopback", security.Exposure{Listen: local}, "", ""},
-		{"localhost", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "localhost:1"}}}, "", ""},
+		{"localhost", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "localhost:1", false}}}, "", ""},
 		{"exposed", security.Exposure{Listen: exposed}, "--gossip-addr 0.0.0.0:7946 is not a loopback address", ""},
-		{"empty host", security.Exposure{Listen: []security.Listen{{"--gossip-addr", ":7946"}}}, "--gossip-addr :7946 is not a loopback", ""},
-		{"exposed with TLS", security.Exposure{Listen: exposed, TLS: true}, "", ""},
+		{"empty host", security.Exposure{Listen: []security.Listen{{"--gossip-addr", ":7946", true}}}, "--gossip-addr :7946 is not a loopback", ""},
+		{"exposed with TLS and a gossip key", security.Exposure{Listen: exposed, TLS: true, GossipKey: true}, "", ""},
+		{"exposed gossip with TLS, no gossip key", security.Exposure{Listen: exposed, TLS: true}, "--gossip-addr 0.0.0.0:7946 is not a loopback address: a daemon on the network needs a gossip key for its gossip (--gossip-key-file", ""},
+		{"exposed without TLS nor gossip key", security.Exposure{Listen: exposed}, "needs mutual TLS (--tls-ca, --tls-cert, --tls-key) and a gossip key for its gossip (--gossip-key-file", ""},
+		{"exposed gRPC only, no gossip key", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "0.0.0.0:7070", false}, {"--gossip-addr", "127.0.0.1:7946", true}}, TLS: true}, "", ""},
+		{"exposed with TLS, insecure cluster, no gossip key", security.Exposure{Listen: exposed, TLS: true, InsecureCluster: true}, "", "insecure cluster (--insecure-cluster): --gossip-addr 0.0.0.0:7946 without a gossip key, anyone who reaches it may join"},
+		{"exposed, insecure cluster, both missing", security.Exposure{Listen: exposed, InsecureCluster: true}, "", "without mutual TLS, anyone who reaches it may run plans; --gossip-addr 0.0.0.0:7946 without a gossip key"},
 		{"exposed, insecure cluster", security.Exposure{Listen: exposed, InsecureCluster: true}, "", "--gossip-addr 0.0.0.0:7946 without mutual TLS"},
 		{"seam", security.Exposure{Listen: local, Loopback: func(string) bool { return false }}, "--grpc-addr 127.0.0.1:7070 is not a loopback", ""},
-		{"bad address", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "nope"}}}, "--grpc-addr \"nope\"", ""},
+		{"bad address", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "nope", false}}}, "--grpc-addr \"nope\"", ""},
 	}
 	for _, c := range cases {
 		warn, err := c.e.Check()

@@ -50,6 +50,9 @@ const (
 	FlagCert            = "tls-cert"
 	FlagKey             = "tls-key"
 	FlagInsecureCluster = "insecure-cluster"
+	// FlagGossipKeyFile is the daemons' gossip key file (internal/cluster),
+	// which Exposure asks for on a network gossip address.
+	FlagGossipKeyFile = "gossip-key-file"
 )
 
 // Config says how the gRPC hops of one process are secured. The zero
