@@ -35,6 +35,10 @@
 #      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS (2000;
 #      0 skips the memory line)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
 #      BENCH_SERVER_CPU (last CPU)
+#      BENCH_LATENESS_RATES ("200 2000 20000"; empty skips): the "lateness" row
+#        (selected by BENCH_ONLY like a scenario): phalanx -R at each rate on the
+#        600-byte page, keep-alive HTTP/1.1, with the JSON's send lateness p50/p99,
+#        latency p50 - service time p50, and the agent's CPU per request.
 #      BENCH_PROFILE=1: after each scenario's measured rounds, one more phalanx run per
 #        mode (closed, rate) with the agent's CPU profile (pprof over the run) and its
 #        allocation profile; `go tool pprof -top` of each goes to bench-results/ and the
@@ -60,6 +64,7 @@ CONNS=${BENCH_CONNS:-50}
 MEM_CONNS=${BENCH_MEM_CONNS:-2000}
 MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
 RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
+LATENESS_RATES=${BENCH_LATENESS_RATES-200 2000 20000}
 NCPU=$(nproc)
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
 SERVER_CPU=${BENCH_SERVER_CPU:-$((NCPU - 1))}
@@ -77,7 +82,8 @@ die() { log "error: $*"; exit 1; }
 SCENARIOS=(ka-h1 ka-h1-16k ka-h2 short-full short-resumed ka-h2-lighttpd)   # defined in define() below
 selected=()
 for s in "${SCENARIOS[@]}"; do [[ $s =~ $ONLY ]] && selected+=("$s"); done
-[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || die "BENCH_ONLY=$ONLY selects no scenario"
+LATENESS=0; [[ lateness =~ $ONLY ]] && [ -n "$LATENESS_RATES" ] && LATENESS=1
+[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || [ "$LATENESS" = 1 ] || die "BENCH_ONLY=$ONLY selects no scenario"
 
 # --- 1. tools -------------------------------------------------------------------
 # command -> Debian package
@@ -614,6 +620,39 @@ for scen in "${selected[@]}"; do
     [ "$PROFILE" = 1 ] && run_profile "$scen" rate "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
 done
 
+# --- 5c. send lateness sweep (the "lateness" row) --------------------------------------
+LATENESS_TABLE=""
+if [ "$LATENESS" = 1 ]; then
+    SRV_PID=$NGX_WORKER
+    for r in $(seq "$ROUNDS"); do
+        for rate in $LATENESS_RATES; do
+            log "== lateness: phalanx -R $rate -c$CONNS, round $r"
+            run_phalanx lateness "R$rate" "$rate" "$r" "$URL" -- -c"$CONNS" -R "$rate" -d "${SECS}s"
+            sleep 1
+        done
+    done
+    LATENESS_TABLE=$(
+        echo "| -R | rounds | send lateness p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | agent µs/req | client-bound rounds |"
+        echo "|---|---|---|---|---|---|---|---|"
+        for rate in $LATENESS_RATES; do
+            for r in $(seq "$ROUNDS"); do
+                j=$RAW/lateness.R$rate.$r.phalanx.json
+                [ -s "$j" ] || continue
+                us=$(awk -F'\t' -v m="R$rate" -v r="$r" '$1 == "lateness" && $2 == m && $4 == r {print $10}' "$TSV")
+                jq -r --arg us "$us" '[(.send_lateness_us.p50 // "-"), (.send_lateness_us.p99 // "-"),
+                    (if .latency_us and .service_time_us then .latency_us.p50 - .service_time_us.p50 else "-" end),
+                    (.service_time_us.p50 // "-"), $us, (if .client_bound then 1 else 0 end)] | @tsv' "$j"
+            done | awk -F'\t' -v rate="$rate" '
+                {n++; for (i = 1; i <= 5; i++) v[i, n] = $i; cb += $6}
+                function med(i,   a, k, m, t) { m = 0; for (k = 1; k <= n; k++) if (v[i, k] != "-") a[++m] = v[i, k] + 0
+                    if (m == 0) return "-"
+                    for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (a[t] < a[k]) { x = a[k]; a[k] = a[t]; a[t] = x }
+                    return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+                END { if (n) printf "| %s | %d | %s | %s | %s | %s | %s | %d of %d |\n", rate, n, med(1), med(2), med(3), med(4), med(5), cb, n }'
+        done
+    )
+fi
+
 # --- 7. memory at MEM_CONNS keep-alive connections -------------------------------------
 MEM_LINE=""
 if [ "$MEM_CONNS" -gt 0 ]; then
@@ -702,6 +741,12 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
         echo "$PROFILES"
     fi
     echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *server µs/req* = the server's CPU (the nginx worker, or lighttpd for ka-h2-lighttpd; user+sys, /proc/PID/stat around the tool's whole run) / the requests the tool completed: what one request of that client's traffic costs the server (HTTP/2: HPACK decoding, framing); *server ratio* compares phalanx's traffic with the peer's (goal for ka-h2: within 5 % of h2load's). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the server's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS; ka-h2-lighttpd exists to show the client's own limit against a server faster than nginx), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of the scheduled sends (issued + unsent) that were missed: started more than 5 ms after their intended time, or never sent (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
+    if [ -n "$LATENESS_TABLE" ]; then
+        echo
+        echo "Send lateness (open loop, keep-alive HTTP/1.1, 600-byte page, $CONNS connections, ${SECS}s per run; medians over rounds): actual send − intended time from the JSON's \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; agent µs/req as above."
+        echo
+        echo "$LATENESS_TABLE"
+    fi
     echo
     echo "Raw outputs, exact commands and the per-run TSV: \`${RES#"$ROOT"/}/\`."
 } > "$REPORT"
