@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -519,15 +520,12 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	// (Run joins it), not the handler.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var streamEnded atomic.Bool // the watcher saw the stream end
 	a.watchers.Go(func() {
 		for {
 			msg, err := stream.Recv()
 			if err != nil {
-				if runCtx.Err() == nil {
-					// The share is still running: the coordinator gave it
-					// up, or vanished (its keepalive failed).
-					log.Warn("the coordinator's run stream ended mid-share: stopping the load now", "reason", status.Convert(err).Message())
-				}
+				streamEnded.Store(true)
 				cancel()
 				return
 			}
@@ -567,7 +565,13 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		}
 	})
 	if err != nil {
-		log.Info("share stopped", "reason", err)
+		if streamEnded.Load() || stream.Context().Err() != nil {
+			// The coordinator gave the share up, or vanished (its
+			// keepalive failed): the load stopped at once.
+			log.Warn("the coordinator's run stream ended mid-share: the load stopped at once", "reason", err)
+		} else {
+			log.Info("share stopped", "reason", err)
+		}
 		return status.FromContextError(err).Err()
 	}
 	if sendErr != nil {
