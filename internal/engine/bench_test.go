@@ -162,7 +162,9 @@ func BenchmarkClosedLoopRun(b *testing.B) {
 // one connection of 10 streams, b.N GETs with browser-like headers,
 // against the framing-level server (h2FrameServer) over TLS on loopback
 // answering with a static file's response headers.
-// hdr-B/req is the HEADERS payload the server received per request.
+// hdr-B/req is the HEADERS payload the server received per request;
+// rd/req and wr/req the client's read and write calls per request (the
+// server writes each response on its own, so rd/req is 1 here).
 func BenchmarkH2ClosedLoopRun(b *testing.B) {
 	srv := newH2FrameServer(b, func(int64, string, string) h2Action { return h2Answer })
 	// A static file's response headers, as lighttpd's and nginx's.
@@ -173,9 +175,13 @@ func BenchmarkH2ClosedLoopRun(b *testing.B) {
 		Timeout: 10 * time.Second, TLS: plan.TLS{CAPEM: srv.ca},
 		Headers: []plan.Header{{Name: "Accept", Value: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
 			{Name: "Accept-Encoding", Value: "gzip, deflate, br"}, {Name: "Accept-Language", Value: "en-US,en;q=0.5"}}}
+	h2Reads.Store(0)
+	h2Writes.Store(0)
 	benchRun(b, p)
 	b.StopTimer()
 	b.ReportMetric(float64(srv.headerBytes.Load())/float64(n), "hdr-B/req")
+	b.ReportMetric(float64(h2Reads.Load())/float64(n), "rd/req")
+	b.ReportMetric(float64(h2Writes.Load())/float64(n), "wr/req")
 }
 
 // benchRun runs count-mode plan p (p.Requests requests) on one worker,

@@ -24,6 +24,11 @@ import (
 // the streams open on it. The slot that owns it, and reopens it, is h2conn
 // (h2.go).
 
+// h2WrapConn wraps a session's connection under its buffered reader and
+// writer: the identity, except in tests (h2count_test.go counts reads and
+// writes per request for the benchmarks).
+var h2WrapConn = func(c net.Conn) net.Conn { return c }
+
 // h2session is one HTTP/2 connection.
 type h2session struct {
 	c   *h2conn
@@ -51,6 +56,9 @@ type h2session struct {
 	written uint32
 	flushed atomic.Uint32
 	hpack   *h2Encoder // request header blocks (guarded by wmu)
+	// wdl is the write deadline last set on nc (guarded by wmu; see
+	// setWriteDeadline).
+	wdl time.Time
 	// hpackTable is the peer's SETTINGS_HEADER_TABLE_SIZE (guarded by
 	// wmu; default 4,096, RFC 9113 section 6.5.2).
 	hpackTable uint32
@@ -113,13 +121,13 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 		return nil, nil, &dialError{measure.ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
 	}
 	s := &h2session{
-		c: c, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
+		c: c, nc: nc, bw: bufio.NewWriterSize(h2WrapConn(nc), 32<<10), streams: map[uint32]*h2stream{}, nextID: 1,
 		limit: int(c.e.maxStreams.Load()), peerWindow: 65535, sendWindow: 65535, maxFrame: 16384,
 		flushes: make(chan struct{}, 1), done: make(chan struct{}), drained: make(chan struct{}, 1),
 		hpack: newH2Encoder(len(c.e.entries)), hpackTable: 4096,
 	}
 	s.cond = sync.NewCond(&s.mu)
-	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(nc, 32<<10))
+	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(h2WrapConn(nc), 32<<10))
 	s.hdec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
 		if f.Name == ":status" {
 			s.hstatus = f.Value
@@ -183,7 +191,7 @@ func (s *h2session) flusher() {
 		s.wmu.Lock()
 		var err error
 		if s.bw.Buffered() > 0 {
-			_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+			s.freshWriteDeadline()
 			if err = s.bw.Flush(); err == nil {
 				s.flushed.Store(s.written)
 			}
@@ -205,7 +213,7 @@ func (s *h2session) flushLast() {
 	if s.bw.Buffered() == 0 || !s.usable() {
 		return
 	}
-	_ = s.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	s.setWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_ = s.bw.Flush()
 }
 
@@ -320,8 +328,14 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) 
 	s.nextID += 2
 	s.streams[st.id] = st
 	s.mu.Unlock()
-	_ = s.nc.SetWriteDeadline(deadline)
-	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: s.hpack.block(en), EndStream: len(en.body) == 0, EndHeaders: true})
+	block := s.hpack.block(en)
+	if len(en.body) > 0 || s.bw.Available() < 9+len(block) {
+		// The frames may reach the connection now, not only bw: they
+		// go with this stream's deadline. A HEADERS frame that fits in
+		// bw waits there for the flusher, which sets its own.
+		s.setWriteDeadline(deadline)
+	}
+	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: block, EndStream: len(en.body) == 0, EndHeaders: true})
 	s.written = st.id
 	if err == nil && len(en.body) > 0 {
 		switch err = s.writeBody(st, en.body, deadline); {
@@ -338,7 +352,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) 
 			// (writeBody ended the stream as a timeout): reset only this
 			// stream; the connection and its other streams go on. The
 			// write gets a fresh deadline: ours has passed (see write).
-			_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+			s.freshWriteDeadline()
 			err = s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
 		}
 	}
@@ -429,7 +443,7 @@ func (s *h2session) writeBody(st *h2stream, body []byte, deadline time.Time) err
 			s.cond.Wait()
 			s.mu.Unlock()
 			s.wmu.Lock()
-			_ = s.nc.SetWriteDeadline(deadline) // others' writes set theirs
+			s.setWriteDeadline(deadline) // others' writes set theirs
 			s.mu.Lock()
 		}
 		if s.dead {
@@ -644,7 +658,7 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 func (s *h2session) write(f func() error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_ = s.nc.SetWriteDeadline(time.Now().Add(s.c.e.plan.Timeout))
+	s.freshWriteDeadline()
 	if err := f(); err != nil {
 		return err
 	}
@@ -653,4 +667,26 @@ func (s *h2session) write(f func() error) error {
 	}
 	s.flushed.Store(s.written)
 	return nil
+}
+
+// setWriteDeadline sets nc's write deadline to t and notes it. Called
+// with wmu held.
+func (s *h2session) setWriteDeadline(t time.Time) {
+	_ = s.nc.SetWriteDeadline(t)
+	s.wdl = t
+}
+
+// freshWriteDeadline gives the next write between 7/8 of the plan's
+// timeout and the whole timeout from now: the deadline last set is kept
+// while at least 7/8 of the timeout is left of it, so a busy session
+// re-arms the connection's write timer (a runtime timer under a lock)
+// about once per eighth of the timeout instead of once per flush. Called
+// with wmu held.
+func (s *h2session) freshWriteDeadline() {
+	now := time.Now()
+	t := s.c.e.plan.Timeout
+	if s.wdl.Sub(now) >= t-t/8 {
+		return
+	}
+	s.setWriteDeadline(now.Add(t))
 }
