@@ -457,3 +457,34 @@ func TestPartialGolden(t *testing.T) {
 	}
 	golden(t, "partial.json", js.Bytes())
 }
+
+// TestPartialPolicyWording: the text says what the plan's policy did, and
+// never "continue" for a plan that said abort but whose other agents were
+// not stopped (the loss was the coordinator's stall, or came at the end).
+func TestPartialPolicyWording(t *testing.T) {
+	for _, tc := range []struct {
+		policy  pb.AgentLossPolicy
+		aborted bool
+		want    string
+		not     string
+	}{
+		{pb.AgentLossPolicy_AGENT_LOSS_POLICY_ABORT, true, "Aborted (on_agent_loss abort)", "continue"},
+		{pb.AgentLossPolicy_AGENT_LOSS_POLICY_CONTINUE, false, "Partial (on_agent_loss continue)", "Aborted"},
+		{pb.AgentLossPolicy_AGENT_LOSS_POLICY_ABORT, false, "Partial: the other agents were not stopped at the loss", "continue"},
+	} {
+		res := partialResult(t)
+		res.Aborted = tc.aborted
+		res.Plan.OnAgentLoss = tc.policy
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if s := text.String(); !strings.Contains(s, tc.want) || strings.Contains(s, tc.not) {
+			t.Errorf("policy %v, aborted %v: text lacks %q or has %q:\n%s", tc.policy, tc.aborted, tc.want, tc.not, s)
+		}
+	}
+}

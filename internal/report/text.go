@@ -164,13 +164,15 @@ func (r *Report) writeLosses(p *printer) {
 		if l.Rate > 0 {
 			share += fmt.Sprintf(", %d requests/sec", l.Rate)
 		}
-		p.f("  Lost agent %s after %s: %s (its load ran %s; its share: %s)\n", l.Name, fmtSeconds(l.LostAtS), l.How(), fmtSeconds(l.RanS), share)
+		p.f("  Lost agent %s after %s: %s (its measurements cover %s; its share: %s)\n", l.Name, fmtSeconds(l.LostAtS), l.How(), fmtSeconds(l.RanS), share)
 	}
 	switch {
 	case r.Aborted:
 		p.f("  Aborted (on_agent_loss abort): every other agent was stopped at the loss; the window ends after %s\n", fmtSeconds(r.DurationS))
-	case len(r.LostAgents) > 0:
+	case len(r.LostAgents) > 0 && r.OnAgentLoss == "continue":
 		p.f("  Partial (on_agent_loss continue): the other agents ran on; the intervals without the lost agents are marked partial\n")
+	case len(r.LostAgents) > 0:
+		p.f("  Partial: the other agents were not stopped at the loss; the intervals without the lost agents are marked partial\n")
 	}
 	if r.CoordinatorStallS > 0 {
 		p.f("  The coordinator stalled for %s: its agents stop their load after 2s without it\n", fmtSeconds(r.CoordinatorStallS))
