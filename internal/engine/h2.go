@@ -203,6 +203,8 @@ func (c *h2conn) streamLoop() {
 	e := c.e
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	wt := newH2Watch()
+	defer wt.stop()
 	for {
 		t0, ok := e.pacer.next(c.w, c.j, timer)
 		if !ok {
@@ -219,7 +221,7 @@ func (c *h2conn) streamLoop() {
 			pos := c.pos.Add(1) - 1
 			en = &e.entries[e.sched[pos%int64(len(e.sched))]]
 		}
-		o := c.do(t0, en, timer)
+		o := c.do(t0, en, wt)
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
@@ -227,9 +229,9 @@ func (c *h2conn) streamLoop() {
 }
 
 // do performs one request on a stream, retrying once on a new connection
-// when the server did not process it. timer is the stream slot's own
-// (stopped; roundTrip waits on it and leaves it stopped).
-func (c *h2conn) do(t0 time.Time, en *entry, timer *time.Timer) outcome {
+// when the server did not process it. wt is the stream slot's deadline
+// watch.
+func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 	o := outcome{start: t0, sent: t0}
 	deadline := t0.Add(c.e.plan.Timeout)
 	if c.w.open {
@@ -248,7 +250,7 @@ func (c *h2conn) do(t0 time.Time, en *entry, timer *time.Timer) outcome {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
-		status, bytes, ttfb, kind, err := s.roundTrip(en, deadline, timer)
+		status, bytes, ttfb, end, kind, err := s.roundTrip(en, deadline, wt)
 		if c.e.plan.NoKeepAlive {
 			s.close(nil)
 			c.sessionLost(s)
@@ -261,7 +263,12 @@ func (c *h2conn) do(t0 time.Time, en *entry, timer *time.Timer) outcome {
 			o.retried = true
 			continue
 		}
-		o.end = time.Now()
+		// A response ends when its last frame arrived (roundTrip); an
+		// error when this slot learnt of it.
+		o.end = end
+		if err != nil {
+			o.end = time.Now()
+		}
 		if err == nil && o.end.After(deadline) {
 			err, kind = errTimeout, measure.ErrTimeout // never a success above the timeout
 		}

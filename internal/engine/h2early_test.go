@@ -168,3 +168,39 @@ func TestH2ResponseHeadersContinued(t *testing.T) {
 		t.Errorf("%d bytes read (%d per response): want the frames' bytes counted", total.BytesRead, per)
 	}
 }
+
+// TestH2ResponseTimeoutResetsOnlyTheStream: GETs the server never answers
+// end as `timeout` at their deadline (the slot's h2watch, whose timer
+// stays armed across streams and re-arms for a later one) and are reset
+// with RST_STREAM(CANCEL); the answered GETs between them on the same
+// stream slots complete, on one connection. No stall ends early: each
+// holds its slot for the whole timeout, so 10 stalls on 4 slots take at
+// least 10 × 300 ms / 4.
+func TestH2ResponseTimeoutResetsOnlyTheStream(t *testing.T) {
+	srv := newH2FrameServer(t, func(_ int64, _, path string) h2Action {
+		if path == "/stall" {
+			return h2Stall
+		}
+		return h2Answer
+	})
+	const n, stalls, timeout = 50, 10, 300 * time.Millisecond
+	mix := []plan.Request{{Method: "GET", URL: srv.url + "/stall"}, {Method: "GET", URL: srv.url + "/small", Weight: 4}}
+	p := plan.Plan{URL: srv.url + "/", Mix: mix, Protocol: plan.H2, MaxStreams: 4, Connections: 1,
+		Requests: n, Timeout: timeout, TLS: plan.TLS{CAPEM: srv.ca}}
+	total, res, took := runH2(t, p, 1)
+	srv.check(t)
+	_, resets := srv.counts(t)
+	t.Logf("%v: statuses %v, errors %v, connections %d; client resets %v", took, total.StatusMap(), total.ErrorMap(), total.ConnectionsOpened, resets)
+	if total.Errors[measure.ErrTimeout] != stalls || total.ErrorTotal() != stalls || total.Status[200] != n-stalls || res.Issued != n {
+		t.Errorf("statuses %v, errors %v, issued %d: want %d × 200 and exactly {timeout: %d}", total.StatusMap(), total.ErrorMap(), res.Issued, n-stalls, stalls)
+	}
+	if resets[http2.ErrCodeCancel] != stalls || len(resets) != 1 {
+		t.Errorf("client resets %v: want RST_STREAM(CANCEL) for each of the %d stalled GETs, nothing else", resets, stalls)
+	}
+	if total.ConnectionsOpened != 1 {
+		t.Errorf("%d connections opened: a stream timeout must not end the connection", total.ConnectionsOpened)
+	}
+	if min := stalls * timeout / 4; took < min {
+		t.Errorf("run took %v: under %v, so some stall ended before its timeout", took, min)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -74,6 +75,10 @@ type h2session struct {
 	hstatus string
 	hbytes  int64
 	hend    bool
+	// readAt is when the read that completed the frame being handled
+	// returned (read loop alone; see stampReader): the arrival time of
+	// its response's first byte and end.
+	readAt time.Time
 
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
@@ -96,7 +101,8 @@ type h2stream struct {
 	done       chan struct{}
 	status     int
 	bytes      int64
-	first      time.Time
+	first      time.Time // when the final HEADERS arrived (s.readAt)
+	end        time.Time // when the response's last frame arrived (s.readAt)
 	gotHeaders bool
 	err        error
 	kind       measure.ErrorKind
@@ -127,7 +133,7 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 		hpack: newH2Encoder(len(c.e.entries)), hpackTable: 4096,
 	}
 	s.cond = sync.NewCond(&s.mu)
-	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(h2WrapConn(nc), 32<<10))
+	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(stampReader{h2WrapConn(nc), &s.readAt}, 32<<10))
 	s.hdec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
 		if f.Name == ":status" {
 			s.hstatus = f.Value
@@ -294,15 +300,18 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 }
 
 // roundTrip sends one request on a new stream and waits for its end or
-// the deadline, on timer: the stream slot's own (stopped), left stopped.
-func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) (status int, wireBytes int64, ttfb time.Duration, kind measure.ErrorKind, err error) {
+// the deadline, which wt (the stream slot's own) watches.
+//
+// A completed response's end is when its last frame arrived (the read that
+// carried it returned, stampReader), not when this slot woke to take it.
+func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (status int, wireBytes int64, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
 	}
 	if s.dead || s.goaway {
 		s.mu.Unlock()
-		return 0, 0, 0, 0, errH2NotSent
+		return 0, 0, 0, time.Time{}, 0, errH2NotSent
 	}
 	s.active++ // the slot is ours; the stream ID comes with the write lock
 	s.mu.Unlock()
@@ -322,7 +331,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) 
 		if drained {
 			s.drain()
 		}
-		return 0, 0, 0, 0, errH2NotSent
+		return 0, 0, 0, time.Time{}, 0, errH2NotSent
 	}
 	st := &h2stream{id: s.nextID, done: make(chan struct{}), sendWindow: int64(s.peerWindow)}
 	s.nextID += 2
@@ -365,29 +374,19 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, timer *time.Timer) 
 		s.fail(err, true)
 		<-st.done // ended by fail, or earlier by a GOAWAY that refused it
 		if errors.Is(st.err, errH2Refused) {
-			return 0, 0, 0, st.kind, st.err // never processed: resend
+			return 0, 0, 0, time.Time{}, st.kind, st.err // never processed: resend
 		}
-		return 0, 0, 0, classify(err, false), err
+		return 0, 0, 0, time.Time{}, classify(err, false), err
 	}
-	timer.Reset(time.Until(deadline))
-	select {
-	case <-st.done:
-		timer.Stop()
-	case <-timer.C:
-		s.mu.Lock()
-		timedOut := s.endStreamLocked(st.id, st, errTimeout, measure.ErrTimeout)
-		s.mu.Unlock()
-		if timedOut { // not ended meanwhile (or by writeBody's timeout)
-			_ = s.write(func() error { return s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel) })
-		}
-		<-st.done
-	}
+	wt.watch(s, st, deadline)
+	<-st.done // ended by the server, a failure, or wt at the deadline
+	wt.clear()
 	if st.err != nil {
-		return 0, st.bytes, 0, st.kind, st.err
+		return 0, st.bytes, 0, time.Time{}, st.kind, st.err
 	}
 	// A response that came before the body was all written has its
 	// first byte before tw: its time to first byte is 0.
-	return st.status, st.bytes, max(st.first.Sub(tw), 0), 0, nil
+	return st.status, st.bytes, max(st.first.Sub(tw), 0), st.end, 0, nil
 }
 
 // kick wakes the flusher: the frames waiting in bw go out with those of
@@ -571,6 +570,7 @@ func (s *h2session) handle(f http2.Frame) error {
 				streamUpdate, st.unacked = st.unacked, 0
 			}
 			if f.StreamEnded() {
+				st.end = s.readAt
 				s.endStreamLocked(f.StreamID, st, nil, 0)
 			}
 		}
@@ -642,9 +642,10 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 		if code < 200 {
 			return nil // interim response: the final one follows
 		}
-		st.status, st.gotHeaders, st.first = code, true, time.Now()
+		st.status, st.gotHeaders, st.first = code, true, s.readAt
 	}
 	if s.hend {
+		st.end = s.readAt
 		s.endStreamLocked(id, st, nil, 0)
 	}
 	return nil
@@ -689,4 +690,20 @@ func (s *h2session) freshWriteDeadline() {
 		return
 	}
 	s.setWriteDeadline(now.Add(t))
+}
+
+// stampReader notes in *at when each read from the connection returns:
+// every frame the read completed is stamped with it. One clock read per
+// read(2)-sized batch of frames instead of one per response; a response
+// so gets the instant its bytes reached the client, before the frames
+// ahead of it in the batch were parsed.
+type stampReader struct {
+	r  io.Reader
+	at *time.Time
+}
+
+func (r stampReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	*r.at = time.Now()
+	return n, err
 }

@@ -75,8 +75,9 @@ type closedPacer struct{ e *Engine }
 
 func (p closedPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
 	e := p.e
+	var now time.Time
 	for {
-		now := time.Now()
+		now = time.Now()
 		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
 			return time.Time{}, false
 		}
@@ -100,5 +101,7 @@ func (p closedPacer) next(w *worker, j int, timer *time.Timer) (start time.Time,
 	if !w.take() {
 		return time.Time{}, false
 	}
-	return time.Now(), true
+	// The start is the last clock read of the loop: only the checks
+	// above (no wait) come between it and the return.
+	return now, true
 }
