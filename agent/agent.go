@@ -378,7 +378,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Real-time waits keep agents that share busy cores within about a
 	// millisecond of the start instant (engine.RealtimeWaits).
 	started = append(started, "realtime_start", engine.RealtimeWaits())
-	started = append(started, "security", a.cfg.Security.Mode.String())
+	started = append(started, "security", a.cfg.Security.Mode.String(), "gossip_keys", len(a.cluster.Keys()), "cluster_label", a.cluster.Label())
 	a.log.Info("agent started", started...)
 	if a.insecureWarning != "" {
 		a.log.Warn(a.insecureWarning)

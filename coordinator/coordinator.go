@@ -219,7 +219,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr(), "security", c.cfg.Security.Mode.String())
+	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr(), "security", c.cfg.Security.Mode.String(),
+		"gossip_keys", len(c.cluster.Keys()), "cluster_label", c.cluster.Label())
 	if c.insecureWarning != "" {
 		c.log.Warn(c.insecureWarning)
 	}

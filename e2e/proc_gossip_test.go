@@ -91,6 +91,12 @@ func TestProcGossipKey(t *testing.T) {
 			t.Errorf("%s: want it still retrying its join, stderr:\n%s", r.name, r.Stderr())
 		}
 	}
+	// Each says at start how it gossips.
+	for p, want := range map[*proc]string{keyed: "gossip_keys=1 cluster_label=phalanx", rogues[0]: "gossip_keys=0 cluster_label=phalanx", rogues[2]: "gossip_keys=1 cluster_label=staging"} {
+		if !strings.Contains(p.Stderr(), want) {
+			t.Errorf("%s: start log does not say %q:\n%s", p.name, want, p.Stderr())
+		}
+	}
 
 	// Rotate: install, use, remove.
 	stdout, _, _ := runCoordctl(t, 10*time.Second, procEnv(), "keygen")

@@ -209,6 +209,9 @@ func New(cfg Config) (*Cluster, error) {
 // bound and advertised).
 func (c *Cluster) Addr() string { return c.addr }
 
+// Label returns the cluster label in use (Config.Label, defaulted).
+func (c *Cluster) Label() string { return c.cfg.Label }
+
 // Join contacts the given members, retrying every second until at least one
 // answers or ctx ends. It returns the number of members contacted.
 func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {

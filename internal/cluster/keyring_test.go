@@ -91,6 +91,9 @@ func TestLabelSeparatesClusters(t *testing.T) {
 	key := newKey(t)
 	a := keyedMember(t, "a", "", key) // DefaultLabel
 	b := keyedMember(t, "b", "staging", key)
+	if a.Label() != DefaultLabel || b.Label() != "staging" {
+		t.Errorf("labels %q, %q; want %q, staging", a.Label(), b.Label(), DefaultLabel)
+	}
 	if err := tryJoin(b, a.Addr()); err == nil {
 		t.Error("member labelled staging joined the phalanx cluster")
 	}
