@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,10 @@ func (rn *run) acceptAgent(prepCtx context.Context, r *agentRun) error {
 	r.conn = conn
 	client := pb.NewAgentServiceClient(conn)
 	if r.offset, r.rtt, err = measureClock(prepCtx, client, c.cfg.ClockSamples); err != nil {
-		return fmt.Errorf("agent %s clock: %w", name, err)
+		if prepCtx.Err() != nil {
+			return fmt.Errorf("agent %s clock: %w", name, err)
+		}
+		return rn.unreachableAgent(r.meta, err)
 	}
 	streamCtx, cancelStream := context.WithCancel(rn.ctx)
 	r.cancelStream = cancelStream
@@ -189,6 +193,42 @@ func (rn *run) acceptAgent(prepCtx context.Context, r *agentRun) error {
 	}
 	rn.log.Debug("share accepted", "agent", name, "dial_addr", msg.GetAccepted().GetDialAddr())
 	return nil
+}
+
+// unreachableAgent is the error of an agent whose first call (Clock) at
+// prepare failed: FailedPrecondition, not the call's own Unavailable, which
+// coordctl takes for its coordinator being gone. Its message names the
+// agent, its gRPC address, the cause and, for the causes a user can fix (a
+// TLS mismatch, a refused connection), what to do; the coordinator logs the
+// same as a WARN.
+func (rn *run) unreachableAgent(m *pb.NodeMeta, err error) error {
+	cause := status.Convert(err).Message()
+	msg := fmt.Sprintf("agent %s at %s unreachable: %s", m.GetName(), m.GetGrpcAddr(), cause)
+	hint := unreachableHint(cause)
+	if hint != "" {
+		msg += " (" + hint + ")"
+	}
+	rn.log.Warn("agent unreachable", "agent", m.GetName(), "grpc", m.GetGrpcAddr(), "err", cause, "hint", hint)
+	return status.Error(codes.FailedPrecondition, msg)
+}
+
+// unreachableHint says what a dial error to an agent means, from the text
+// of the errors of crypto/tls, crypto/x509 and the kernel; "" when none
+// of them.
+func unreachableHint(cause string) string {
+	switch {
+	case strings.Contains(cause, "first record does not look like a TLS handshake"):
+		return "it does not speak TLS: started without --tls-*?"
+	case strings.Contains(cause, "server preface"), strings.Contains(cause, "connection reset by peer"):
+		return "it closed the connection: an agent with mutual TLS and a coordinator without --tls-*?"
+	case strings.Contains(cause, "certificate signed by unknown authority"):
+		return "its certificate is not signed by the coordinator's --tls-ca"
+	case strings.Contains(cause, "certificate is valid for"):
+		return "the process there is not an agent, or its certificate is not an agent's"
+	case strings.Contains(cause, "connection refused"):
+		return "nothing listens there: the agent stopped (or was killed) and gossip has not marked it dead yet; retry in a few seconds"
+	}
+	return ""
 }
 
 // connectAgent tells one agent that accepted its share to open its
