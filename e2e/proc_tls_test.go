@@ -219,7 +219,20 @@ func TestProcSafeDefault(t *testing.T) {
 	}
 	// The environment counts as the flags do: a partial set there is refused too.
 	p := startProc(t, "agent", false, procEnv("PHALANX_TLS_CA="+files.CA), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
-	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), "--tls-cert and --tls-key missing") {
-		t.Errorf("agent with PHALANX_TLS_CA only: exit %d (exited %v), want 1 naming the missing flags\n%s", code, ok, p.describe())
+	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), "--tls-cert and --tls-key missing, given only PHALANX_TLS_CA (environment) "+files.CA) {
+		t.Errorf("agent with PHALANX_TLS_CA only: exit %d (exited %v), want 1 naming the missing flags and the variable given\n%s", code, ok, p.describe())
+	}
+	// A value from the environment is named by its variable, not as a
+	// flag that was never typed.
+	client := pki.Files(t, security.RoleClient, "ops")
+	p = startProc(t, "coordinator", false, procEnv("PHALANX_TLS_CA="+files.CA, "PHALANX_TLS_CERT="+client.Cert, "PHALANX_TLS_KEY="+client.Key),
+		procBinary(t, "coordinator"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
+	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), "PHALANX_TLS_CERT (environment) "+client.Cert+`: certificate "ops" has role client`) ||
+		strings.Contains(p.Stderr(), "--tls-cert "+client.Cert) {
+		t.Errorf("coordinator with a client certificate in PHALANX_TLS_CERT: exit %d (exited %v), want 1 naming PHALANX_TLS_CERT (environment)\n%s", code, ok, p.describe())
+	}
+	p = startProc(t, "agent", false, procEnv("PHALANX_INSECURE_CLUSTER=yes"), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
+	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), `PHALANX_INSECURE_CLUSTER="yes" (for --insecure-cluster): want true or false`) {
+		t.Errorf("agent with PHALANX_INSECURE_CLUSTER=yes: exit %d (exited %v), want 1 saying want true or false\n%s", code, ok, p.describe())
 	}
 }

@@ -180,6 +180,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		if err := daemon.BindEnv(cmd.Flags(), tlsFlags...); err != nil {
 			return &usageError{err}
 		}
+		co.tls.From = daemon.Origins(cmd.Flags(), tlsFlags...)
 		return nil
 	}
 	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd(), newKeyringCmd(&co))

@@ -51,6 +51,7 @@ func newCommand() *cobra.Command {
 			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
 				return err
 			}
+			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
 			if cfg.Security, err = daemon.LoadSecurity(security.RoleCoordinator, tlsFiles, insecure); err != nil {
 				return err
 			}

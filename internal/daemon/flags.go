@@ -37,10 +37,37 @@ func BindEnv(fs *pflag.FlagSet, names ...string) error {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
+			if f.Value.Type() == "bool" {
+				// strconv.ParseBool's own message names neither choice.
+				return fmt.Errorf("%s=%q (for --%s): want true or false", env, v, name)
+			}
 			return fmt.Errorf("%s=%q (for --%s): %w", env, v, name, err)
+		}
+		if err := fs.SetAnnotation(name, envAnnotation, []string{env}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// envAnnotation marks a flag BindEnv set from the environment; its value
+// is the variable's name.
+const envAnnotation = "phalanx-env"
+
+// Origins returns, for each of the named flags that BindEnv set from the
+// environment, where its value came from, as errors should say it:
+// "PHALANX_TLS_CERT (environment)". Flags set on the command line or left
+// at their default are not in it (security.Files.From).
+func Origins(fs *pflag.FlagSet, names ...string) map[string]string {
+	from := map[string]string{}
+	for _, name := range names {
+		if f := fs.Lookup(name); f != nil {
+			if env := f.Annotations[envAnnotation]; len(env) == 1 {
+				from[name] = env[0] + " (environment)"
+			}
+		}
+	}
+	return from
 }
 
 // TLSFlags defines the hop-credential flags --tls-ca, --tls-cert and

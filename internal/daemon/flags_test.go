@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -28,15 +29,21 @@ func TestBindEnv(t *testing.T) {
 	if err := BindEnv(fs, names...); err != nil {
 		t.Fatal(err)
 	}
-	want := security.Files{CA: "/env/ca.pem", Cert: "/flag/cert.pem"}
-	if files != want || !insecure {
-		t.Errorf("files %+v, insecure %v; want %+v, true", files, insecure, want)
+	if files.CA != "/env/ca.pem" || files.Cert != "/flag/cert.pem" || files.Key != "" || !insecure {
+		t.Errorf("files %+v, insecure %v; want CA /env/ca.pem, Cert /flag/cert.pem, no Key, true", files, insecure)
+	}
+	// Origins names the variables of the values taken from the
+	// environment, and only those.
+	from := Origins(fs, names...)
+	wantFrom := map[string]string{"tls-ca": "PHALANX_TLS_CA (environment)", "insecure-cluster": "PHALANX_INSECURE_CLUSTER (environment)"}
+	if !maps.Equal(from, wantFrom) {
+		t.Errorf("Origins = %v; want %v", from, wantFrom)
 	}
 
 	t.Setenv("PHALANX_INSECURE_CLUSTER", "maybe")
 	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	names = SecurityFlags(fs, &files, &insecure)
-	if err := BindEnv(fs, names...); err == nil || !strings.Contains(err.Error(), `PHALANX_INSECURE_CLUSTER="maybe" (for --insecure-cluster)`) {
+	if err := BindEnv(fs, names...); err == nil || !strings.Contains(err.Error(), `PHALANX_INSECURE_CLUSTER="maybe" (for --insecure-cluster): want true or false`) || strings.Contains(err.Error(), "strconv") {
 		t.Errorf("BindEnv with a bad boolean: %v", err)
 	}
 	if err := BindEnv(fs, "nope"); err == nil {

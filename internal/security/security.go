@@ -92,6 +92,19 @@ type Files struct {
 	Cert string
 	// Key is the certificate's private key (PKCS #8, SEC 1 or PKCS #1).
 	Key string
+	// From says where each was given, by flag name (FlagCA, FlagCert,
+	// FlagKey), for errors: e.g. "PHALANX_TLS_CERT (environment)". A name
+	// not in it was given by its flag ("--tls-cert").
+	From map[string]string
+}
+
+// source returns where the file of flag was given: From's entry, else the
+// flag ("--tls-cert").
+func (f Files) source(flag string) string {
+	if s := f.From[flag]; s != "" {
+		return s
+	}
+	return "--" + flag
 }
 
 // Empty reports whether no file is named.
@@ -109,20 +122,22 @@ func LoadFiles(role Role, f Files) (Config, error) {
 	if f.Empty() {
 		return Config{}, nil
 	}
-	var missing []string
+	var missing, given []string
 	for _, x := range []struct{ flag, file string }{{FlagCA, f.CA}, {FlagCert, f.Cert}, {FlagKey, f.Key}} {
 		if x.file == "" {
 			missing = append(missing, "--"+x.flag)
+		} else {
+			given = append(given, f.source(x.flag)+" "+x.file)
 		}
 	}
 	if len(missing) > 0 {
-		return Config{}, fmt.Errorf("mutual TLS needs --%s, --%s and --%s together: %s missing (no plaintext fall-back)",
-			FlagCA, FlagCert, FlagKey, strings.Join(missing, " and "))
+		return Config{}, fmt.Errorf("mutual TLS needs --%s, --%s and --%s together: %s missing, given only %s (no plaintext fall-back)",
+			FlagCA, FlagCert, FlagKey, strings.Join(missing, " and "), strings.Join(given, " and "))
 	}
 	read := func(flag, file string) ([]byte, error) {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", flag, err)
+			return nil, fmt.Errorf("%s: %w", f.source(flag), err)
 		}
 		return b, nil
 	}
@@ -138,12 +153,12 @@ func LoadFiles(role Role, f Files) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := newTLS(role, ca, cert, key)
+	cfg, err := newTLS(role, ca, cert, key, f.source)
 	if err != nil {
 		var fe *fileError
 		if errors.As(err, &fe) {
 			file := map[string]string{FlagCA: f.CA, FlagCert: f.Cert, FlagKey: f.Key}[fe.flag]
-			return Config{}, fmt.Errorf("--%s %s: %w", fe.flag, file, fe.err)
+			return Config{}, fmt.Errorf("%s %s: %w", f.source(fe.flag), file, fe.err)
 		}
 		return Config{}, err
 	}
@@ -163,10 +178,12 @@ func (e *fileError) Unwrap() error { return e.err }
 // PEM data: the cluster's CA, this process's certificate and its key. Its
 // errors are LoadFiles's, naming the flag whose data is at fault.
 func NewTLS(role Role, caPEM, certPEM, keyPEM []byte) (Config, error) {
-	return newTLS(role, caPEM, certPEM, keyPEM)
+	return newTLS(role, caPEM, certPEM, keyPEM, Files{}.source)
 }
 
-func newTLS(role Role, caPEM, certPEMBytes, keyPEMBytes []byte) (Config, error) {
+// newTLS is NewTLS; source names where a flag's input came from, in
+// messages about another input.
+func newTLS(role Role, caPEM, certPEMBytes, keyPEMBytes []byte, source func(flag string) string) (Config, error) {
 	if role.ExtKeyUsage() == nil {
 		return Config{}, fmt.Errorf("mutual TLS for role %v: want agent, coordinator or client", role)
 	}
@@ -199,11 +216,11 @@ func newTLS(role Role, caPEM, certPEMBytes, keyPEMBytes []byte) (Config, error) 
 	pair, err := tls.X509KeyPair(certPEMBytes, keyPEMBytes)
 	if err != nil {
 		// crypto/tls's messages name no key material.
-		return Config{}, &fileError{FlagKey, fmt.Errorf("not the key of the --%s certificate: %w", FlagCert, err)}
+		return Config{}, &fileError{FlagKey, fmt.Errorf("not the key of the %s certificate: %w", source(FlagCert), err)}
 	}
 	leaf := pair.Leaf
 	if _, err := leaf.Verify(verifyOptions(pool, pair.Certificate[1:])); err != nil {
-		return Config{}, &fileError{FlagCert, fmt.Errorf("not valid under the --%s CA: %w", FlagCA, err)}
+		return Config{}, &fileError{FlagCert, fmt.Errorf("not valid under the %s CA: %w", source(FlagCA), err)}
 	}
 	got, err := RoleOf(leaf)
 	if err != nil {

@@ -235,6 +235,11 @@ func TestLoadFiles(t *testing.T) {
 	other := securitytest.New(t).Files(t, security.RoleAgent, "agent-1")
 	otherKey, _ := os.ReadFile(other.Key)
 	coord := pki.Files(t, security.RoleCoordinator, "c")
+	envFrom := map[string]string{
+		security.FlagCA:   "PHALANX_TLS_CA (environment)",
+		security.FlagCert: "PHALANX_TLS_CERT (environment)",
+		security.FlagKey:  "PHALANX_TLS_KEY (environment)",
+	}
 	cases := []struct {
 		name string
 		f    security.Files
@@ -249,9 +254,20 @@ func TestLoadFiles(t *testing.T) {
 		{"key of another certificate", security.Files{CA: f.CA, Cert: f.Cert, Key: write("other-key.pem", otherKey)}, []string{"--tls-key", "other-key.pem", "not the key of the --tls-cert certificate"}},
 		{"certificate of another CA", security.Files{CA: f.CA, Cert: other.Cert, Key: other.Key}, []string{"--tls-cert", other.Cert, "not valid under the --tls-ca CA", "unknown authority"}},
 		{"certificate of another role", security.Files{CA: f.CA, Cert: coord.Cert, Key: coord.Key}, []string{"--tls-cert", "has role coordinator; the agent needs one of role agent"}},
+		// Values from the environment are named by their variable.
+		{"CA only, from the environment", security.Files{CA: f.CA, From: envFrom}, []string{"--tls-cert and --tls-key missing, given only PHALANX_TLS_CA (environment) " + f.CA}},
+		{"CA by flag", security.Files{CA: f.CA}, []string{"missing, given only --tls-ca " + f.CA}},
+		{"certificate of another role, from the environment", security.Files{CA: f.CA, Cert: coord.Cert, Key: coord.Key, From: envFrom},
+			[]string{"PHALANX_TLS_CERT (environment) " + coord.Cert + ": certificate", "has role coordinator"}},
+		{"key of another certificate, from the environment", security.Files{CA: f.CA, Cert: f.Cert, Key: write("other-key2.pem", otherKey), From: envFrom},
+			[]string{"PHALANX_TLS_KEY (environment) ", "not the key of the PHALANX_TLS_CERT (environment) certificate"}},
+		{"missing file, from the environment", security.Files{CA: f.CA, Cert: f.Cert, Key: filepath.Join(dir, "nope.pem"), From: envFrom}, []string{"PHALANX_TLS_KEY (environment): ", "no such file"}},
 	}
 	for _, c := range cases {
 		_, err := security.LoadFiles(security.RoleAgent, c.f)
+		if err != nil && c.f.From != nil && c.f.Cert != "" && strings.Contains(err.Error(), "--tls-cert "+c.f.Cert) {
+			t.Errorf("%s: error %q names --tls-cert for a value from the environment", c.name, err)
+		}
 		if err == nil {
 			t.Errorf("%s: LoadFiles succeeded, want an error", c.name)
 			continue
