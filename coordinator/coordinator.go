@@ -109,6 +109,7 @@ type Coordinator struct {
 	log     *slog.Logger
 
 	dialCreds grpc.DialOption // credentials of the dials to agents
+	peerCreds grpc.DialOption // of the dials to other coordinators (keyring)
 
 	// insecureWarning is logged at start and at every run when the
 	// coordinator runs without mutual TLS on a network address
@@ -159,11 +160,15 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	peerCreds, err := cfg.Security.DialOptionTo(security.RoleCoordinator)
+	if err != nil {
+		return nil, err
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
-	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, insecureWarning: insecureWarning,
+	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, peerCreds: peerCreds, insecureWarning: insecureWarning,
 		log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
@@ -284,6 +289,16 @@ func (s *service) StopRun(_ context.Context, req *pb.StopRunRequest) (*pb.StopRu
 // (Coordinator.Keyring).
 func (s *service) Keyring(ctx context.Context, req *pb.KeyringRequest) (*pb.KeyringResponse, error) {
 	return s.c.Keyring(ctx, req.GetOp(), req.GetKey())
+}
+
+// MemberKeyring applies a gossip keyring operation to this coordinator
+// only, for another coordinator's Keyring.
+func (s *service) MemberKeyring(_ context.Context, req *pb.MemberKeyringRequest) (*pb.MemberKeyringResponse, error) {
+	keys, err := s.c.cluster.Keyring(req.GetOp(), req.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MemberKeyringResponse{Keys: keys}, nil
 }
 
 // toStatus maps run errors to gRPC status codes at the server boundary. A

@@ -29,7 +29,8 @@ type memberKeys struct {
 
 // Keyring applies one gossip keyring operation to every live member: this
 // coordinator and each agent, as CoordinatorService.Keyring documents
-// (the pre-checks of use and remove, one row per member, the errors).
+// (the pre-checks of use and remove, one row per member, the errors); the
+// other coordinators, if any, by their MemberKeyring.
 // memberlist's keyring is local to each member; this is the fan-out that
 // Serf does with its internal queries. A member that joins between the
 // pre-check and the operation, or that is not reached, keeps its keys:
@@ -113,37 +114,48 @@ func (c *Coordinator) fanOut(ctx context.Context, members []*pb.NodeMeta, op pb.
 }
 
 // memberKeyring applies op to one member: locally for this coordinator,
-// by AgentService.Keyring for an agent.
+// by AgentService.Keyring for an agent, by CoordinatorService.MemberKeyring
+// for another coordinator.
 func (c *Coordinator) memberKeyring(ctx context.Context, m *pb.NodeMeta, op pb.KeyringOp, key []byte) ([][]byte, error) {
-	switch {
-	case m.GetName() == c.cfg.Name:
+	if m.GetName() == c.cfg.Name {
 		keys, err := c.cluster.Keyring(op, key)
 		if err != nil {
 			return nil, fmt.Errorf("%s", status.Convert(err).Message())
 		}
 		return keys, nil
-	case m.GetRole() != pb.Role_ROLE_AGENT:
-		return nil, fmt.Errorf("another coordinator, not reached by this one: run coordctl --coordinator %s keyring too", m.GetGrpcAddr())
 	}
-	conn, err := grpc.NewClient(m.GetGrpcAddr(), c.dialCreds)
+	creds := c.dialCreds
+	if m.GetRole() == pb.Role_ROLE_COORDINATOR {
+		creds = c.peerCreds
+	}
+	conn, err := grpc.NewClient(m.GetGrpcAddr(), creds)
 	if err != nil {
-		return nil, fmt.Errorf("agent address %s: %w", m.GetGrpcAddr(), err)
+		return nil, fmt.Errorf("address %s: %w", m.GetGrpcAddr(), err)
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, KeyringCallTimeout)
 	defer cancel()
-	resp, err := pb.NewAgentServiceClient(conn).Keyring(ctx, &pb.AgentServiceKeyringRequest{Op: op, Key: key})
+	var keys [][]byte
+	if m.GetRole() == pb.Role_ROLE_COORDINATOR {
+		var resp *pb.MemberKeyringResponse
+		resp, err = pb.NewCoordinatorServiceClient(conn).MemberKeyring(ctx, &pb.MemberKeyringRequest{Op: op, Key: key})
+		keys = resp.GetKeys()
+	} else {
+		var resp *pb.AgentServiceKeyringResponse
+		resp, err = pb.NewAgentServiceClient(conn).Keyring(ctx, &pb.AgentServiceKeyringRequest{Op: op, Key: key})
+		keys = resp.GetKeys()
+	}
 	if err != nil {
 		st := status.Convert(err)
 		switch st.Code() {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 			return nil, fmt.Errorf("unreachable at %s: %s", m.GetGrpcAddr(), st.Message())
 		case codes.Unimplemented:
-			return nil, fmt.Errorf("agent version %s has no keyring operations", m.GetVersion())
+			return nil, fmt.Errorf("version %s has no keyring operations", m.GetVersion())
 		}
 		return nil, fmt.Errorf("%s", st.Message())
 	}
-	return resp.GetKeys(), nil
+	return keys, nil
 }
 
 // keyringResponse builds the response from the members' answers: one row

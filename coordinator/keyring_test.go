@@ -18,6 +18,8 @@ import (
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/security/securitytest"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -119,13 +121,19 @@ func startAgent(t *testing.T, name, keyFile string, coord *coordinator.Coordinat
 	if err != nil {
 		t.Fatal(err)
 	}
+	runUntilCleanup(t, "agent "+name, a.Run)
+}
+
+// runUntilCleanup runs a daemon's Run until the test ends, then stops it
+// and checks its error.
+func runUntilCleanup(t *testing.T, name string, run func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", name, err)
+			t.Errorf("%s: %v", name, err)
 		}
 	})
 }
@@ -240,5 +248,68 @@ func TestKeyringWithoutEncryption(t *testing.T) {
 	_, err = c.Coordinator.Keyring(context.Background(), pb.KeyringOp_KEYRING_OP_LIST, nil)
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "--gossip-key-file") {
 		t.Errorf("list without encryption = %v, want FailedPrecondition naming --gossip-key-file", err)
+	}
+}
+
+// TestKeyringOverTLS: on a cluster whose hops are all mutual TLS, with two
+// coordinators, a keyring operation reaches every member: the agents over
+// the coordinator-to-agent hop, the other coordinator by its MemberKeyring,
+// dialled with the coordinator's certificate (a coordinator's server admits
+// the coordinator role).
+func TestKeyringOverTLS(t *testing.T) {
+	pki := securitytest.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	k1, k2 := gossipKey(t), gossipKey(t)
+	dir := t.TempDir()
+	c, err := localcluster.StartWith(context.Background(), localcluster.Options{
+		Agents: 2, CPUsPerAgent: 1, Logger: log, GossipKeys: [][]byte{k1}, KeyDir: dir,
+		CoordinatorSecurity: pki.Config(t, security.RoleCoordinator), AgentSecurity: pki.Config(t, security.RoleAgent),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	})
+	file := localcluster.KeyFile(dir, "coordinator-2")
+	if err := cluster.WriteKeyFile(file, [][]byte{k1}); err != nil {
+		t.Fatal(err)
+	}
+	co2, err := coordinator.New(coordinator.Config{
+		Name: "coordinator-2", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Join: []string{c.Coordinator.GossipAddr()},
+		GossipKeyFile: file, Security: pki.Config(t, security.RoleCoordinator), Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilCleanup(t, "coordinator-2", co2.Run)
+	co := c.Coordinator
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := co.Keyring(context.Background(), pb.KeyringOp_KEYRING_OP_LIST, nil)
+		if err == nil && len(resp.GetMembers()) == 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := co.Keyring(context.Background(), pb.KeyringOp_KEYRING_OP_INSTALL, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, m := range resp.GetMembers() {
+		rows = append(rows, m.GetName()+":"+m.GetError())
+	}
+	if want := []string{"agent-1:", "agent-2:", "coordinator:", "coordinator-2:"}; !slices.Equal(rows, want) {
+		t.Errorf("install over mutual TLS: members %q, want %q (no errors)", rows, want)
+	}
+	kf, err := cluster.ReadKeyFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kf.Keys) != 2 || !bytes.Equal(kf.Keys[1], k2) {
+		t.Errorf("coordinator-2's key file: %d keys, want k1 then k2", len(kf.Keys))
 	}
 }

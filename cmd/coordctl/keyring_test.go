@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,9 +18,8 @@ import (
 // TestKeyringCommands: keyring list, install, use and remove through
 // coordctl on a coordinator and two agents: list shows each key with its
 // member and primary counts, a bad key is a usage error that does not
-// echo it, and a member that did not apply an operation (here a second
-// coordinator, which the first does not reach) fails the command naming
-// it.
+// echo it, a second coordinator in the cluster is reached too (4/4), and
+// a member that did not apply an operation fails the command naming it.
 func TestKeyringCommands(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	oldKey, newKey := cluster.GenerateKey(), cluster.GenerateKey()
@@ -74,8 +74,8 @@ func TestKeyringCommands(t *testing.T) {
 		}
 	}
 
-	// A second coordinator with the new key joins; the first does not
-	// reach it.
+	// A second coordinator with the new key joins: the first reaches it
+	// too (its MemberKeyring).
 	file := filepath.Join(dir, "coordinator-2.keys")
 	nk, _ := cluster.ParseKey(newKey)
 	if err := cluster.WriteKeyFile(file, [][]byte{nk}); err != nil {
@@ -95,14 +95,24 @@ func TestKeyringCommands(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, _, errOut = runCLI("--coordinator", addr, "keyring", "install", oldKey)
-		if code != 0 || time.Now().After(deadline) {
-			break
-		}
+	for !strings.Contains(listLine(newKey), "4/4 4") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if code != 1 || !strings.Contains(errOut, "coordinator-2: another coordinator") || !strings.Contains(errOut, "1 of 4 members did not answer or apply it: coordinator-2") {
-		t.Errorf("install with a second coordinator: exit %d, %q; want 1 naming coordinator-2", code, errOut)
+	if got := listLine(newKey); got != "4/4 4" {
+		t.Fatalf("list with a second coordinator: new key %q, want \"4/4 4\"", got)
+	}
+	// A member that does not apply an operation fails the command, named:
+	// coordinator-2's key file can no longer be rewritten (a directory took
+	// its name), so it applies the install but says it could not save it.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(file, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI("--coordinator", addr, "keyring", "install", oldKey)
+	if code != 1 || !strings.Contains(errOut, "coordinator-2: install gossip key sha256:") || !strings.Contains(errOut, "the key file was not rewritten") ||
+		!strings.Contains(errOut, "1 of 4 members did not answer or apply it: coordinator-2") || strings.Contains(errOut, oldKey) {
+		t.Errorf("install with coordinator-2's key file unwritable: exit %d, %q; want 1 naming coordinator-2 and why", code, errOut)
 	}
 }

@@ -343,6 +343,19 @@ func (cfg Config) ServerOptions(log *slog.Logger) ([]grpc.ServerOption, error) {
 // TLS 1.3 minimum. It fails on an unknown Mode and for an agent, which dials
 // no one.
 func (cfg Config) DialOption() (grpc.DialOption, error) {
+	return cfg.dialOption(cfg.Role.dials())
+}
+
+// DialOptionTo returns the grpc.DialOption of a dial to a server of role
+// peer: DialOption's, verifying peer's role instead of the one cfg's role
+// usually dials. A coordinator dials another coordinator with it (the
+// cluster-wide keyring operations); the peer's server must accept cfg's
+// role (a coordinator accepts the coordinator role).
+func (cfg Config) DialOptionTo(peer Role) (grpc.DialOption, error) {
+	return cfg.dialOption(peer)
+}
+
+func (cfg Config) dialOption(peerRole Role) (grpc.DialOption, error) {
 	switch cfg.Mode {
 	case ModeInsecure:
 		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
@@ -354,7 +367,6 @@ func (cfg Config) DialOption() (grpc.DialOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	peerRole := cfg.Role.dials()
 	if peerRole == RoleNone {
 		return nil, fmt.Errorf("security: a %s dials no gRPC server", cfg.Role)
 	}

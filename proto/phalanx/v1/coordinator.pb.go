@@ -22,6 +22,108 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// MemberKeyringRequest asks one coordinator for one gossip keyring
+// operation on itself.
+type MemberKeyringRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    KeyringOp              `protobuf:"varint,1,opt,name=op,proto3,enum=phalanx.v1.KeyringOp" json:"op,omitempty"`
+	// key is the 32-byte AES-256 key to install, use or remove; empty for
+	// KEYRING_OP_LIST.
+	Key           []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberKeyringRequest) Reset() {
+	*x = MemberKeyringRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberKeyringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberKeyringRequest) ProtoMessage() {}
+
+func (x *MemberKeyringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberKeyringRequest.ProtoReflect.Descriptor instead.
+func (*MemberKeyringRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *MemberKeyringRequest) GetOp() KeyringOp {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringOp_KEYRING_OP_UNSPECIFIED
+}
+
+func (x *MemberKeyringRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// MemberKeyringResponse is the coordinator's keyring after the operation.
+type MemberKeyringResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keys are the coordinator's keys, the primary first.
+	Keys          [][]byte `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberKeyringResponse) Reset() {
+	*x = MemberKeyringResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberKeyringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberKeyringResponse) ProtoMessage() {}
+
+func (x *MemberKeyringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberKeyringResponse.ProtoReflect.Descriptor instead.
+func (*MemberKeyringResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MemberKeyringResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // KeyringRequest asks for one gossip keyring operation on every member.
 type KeyringRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -35,7 +137,7 @@ type KeyringRequest struct {
 
 func (x *KeyringRequest) Reset() {
 	*x = KeyringRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +149,7 @@ func (x *KeyringRequest) String() string {
 func (*KeyringRequest) ProtoMessage() {}
 
 func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +162,7 @@ func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
 func (*KeyringRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *KeyringRequest) GetOp() KeyringOp {
@@ -93,7 +195,7 @@ type KeyringResponse struct {
 
 func (x *KeyringResponse) Reset() {
 	*x = KeyringResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +207,7 @@ func (x *KeyringResponse) String() string {
 func (*KeyringResponse) ProtoMessage() {}
 
 func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +220,7 @@ func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
 func (*KeyringResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *KeyringResponse) GetMembers() []*KeyringMember {
@@ -149,7 +251,7 @@ type KeyringMember struct {
 
 func (x *KeyringMember) Reset() {
 	*x = KeyringMember{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -161,7 +263,7 @@ func (x *KeyringMember) String() string {
 func (*KeyringMember) ProtoMessage() {}
 
 func (x *KeyringMember) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -174,7 +276,7 @@ func (x *KeyringMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringMember.ProtoReflect.Descriptor instead.
 func (*KeyringMember) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *KeyringMember) GetName() string {
@@ -213,7 +315,7 @@ type KeyCount struct {
 
 func (x *KeyCount) Reset() {
 	*x = KeyCount{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +327,7 @@ func (x *KeyCount) String() string {
 func (*KeyCount) ProtoMessage() {}
 
 func (x *KeyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +340,7 @@ func (x *KeyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyCount.ProtoReflect.Descriptor instead.
 func (*KeyCount) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *KeyCount) GetKey() []byte {
@@ -271,7 +373,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +385,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +398,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
 }
 
 // ListAgentsResponse lists the live agents, sorted by name.
@@ -309,7 +411,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +423,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +436,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*NodeMeta {
@@ -354,7 +456,7 @@ type RunPlanRequest struct {
 
 func (x *RunPlanRequest) Reset() {
 	*x = RunPlanRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +468,7 @@ func (x *RunPlanRequest) String() string {
 func (*RunPlanRequest) ProtoMessage() {}
 
 func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +481,7 @@ func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanRequest.ProtoReflect.Descriptor instead.
 func (*RunPlanRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunPlanRequest) GetPlan() *Plan {
@@ -406,7 +508,7 @@ type RunPlanResponse struct {
 
 func (x *RunPlanResponse) Reset() {
 	*x = RunPlanResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +520,7 @@ func (x *RunPlanResponse) String() string {
 func (*RunPlanResponse) ProtoMessage() {}
 
 func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +533,7 @@ func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanResponse.ProtoReflect.Descriptor instead.
 func (*RunPlanResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunPlanResponse) GetMsg() isRunPlanResponse_Msg {
@@ -528,7 +630,7 @@ type AgentLost struct {
 
 func (x *AgentLost) Reset() {
 	*x = AgentLost{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +642,7 @@ func (x *AgentLost) String() string {
 func (*AgentLost) ProtoMessage() {}
 
 func (x *AgentLost) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +655,7 @@ func (x *AgentLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentLost.ProtoReflect.Descriptor instead.
 func (*AgentLost) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AgentLost) GetAgent() string {
@@ -600,7 +702,7 @@ type RunAccepted struct {
 
 func (x *RunAccepted) Reset() {
 	*x = RunAccepted{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +714,7 @@ func (x *RunAccepted) String() string {
 func (*RunAccepted) ProtoMessage() {}
 
 func (x *RunAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +727,7 @@ func (x *RunAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAccepted.ProtoReflect.Descriptor instead.
 func (*RunAccepted) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunAccepted) GetRunId() string {
@@ -653,7 +755,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +767,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +780,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -699,7 +801,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +813,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +826,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
 }
 
 // Progress is the merged state after one interval.
@@ -752,7 +854,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -764,7 +866,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -777,7 +879,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Progress) GetRunId() string {
@@ -892,7 +994,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1006,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1019,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -1085,7 +1187,7 @@ type TimelinePoint struct {
 
 func (x *TimelinePoint) Reset() {
 	*x = TimelinePoint{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1199,7 @@ func (x *TimelinePoint) String() string {
 func (*TimelinePoint) ProtoMessage() {}
 
 func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1212,7 @@ func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
 func (*TimelinePoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimelinePoint) GetIndex() int32 {
@@ -1226,7 +1328,7 @@ type StageResult struct {
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1340,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1353,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StageResult) GetIndex() int32 {
@@ -1357,7 +1459,7 @@ type AgentResult struct {
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1471,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1484,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AgentResult) GetName() string {
@@ -1523,7 +1625,12 @@ var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\n" +
 	"\x1cphalanx/v1/coordinator.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"I\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"O\n" +
+	"\x14MemberKeyringRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x15.phalanx.v1.KeyringOpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"+\n" +
+	"\x15MemberKeyringResponse\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\"I\n" +
 	"\x0eKeyringRequest\x12%\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x15.phalanx.v1.KeyringOpR\x02op\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\"p\n" +
@@ -1642,13 +1749,14 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x04lost\x18\x10 \x01(\bR\x04lost\x122\n" +
 	"\alost_at\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x06lostAt\x12+\n" +
 	"\x03ran\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x03ran\x12\x12\n" +
-	"\x04rate\x18\x13 \x01(\x03R\x04rate2\xaf\x02\n" +
+	"\x04rate\x18\x13 \x01(\x03R\x04rate2\x85\x03\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
 	"\aRunPlan\x12\x1a.phalanx.v1.RunPlanRequest\x1a\x1b.phalanx.v1.RunPlanResponse0\x01\x12B\n" +
 	"\aStopRun\x12\x1a.phalanx.v1.StopRunRequest\x1a\x1b.phalanx.v1.StopRunResponse\x12B\n" +
-	"\aKeyring\x12\x1a.phalanx.v1.KeyringRequest\x1a\x1b.phalanx.v1.KeyringResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\aKeyring\x12\x1a.phalanx.v1.KeyringRequest\x1a\x1b.phalanx.v1.KeyringResponse\x12T\n" +
+	"\rMemberKeyring\x12 .phalanx.v1.MemberKeyringRequest\x1a!.phalanx.v1.MemberKeyringResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_coordinator_proto_rawDescOnce sync.Once
@@ -1662,84 +1770,89 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
-	(*KeyringRequest)(nil),      // 0: phalanx.v1.KeyringRequest
-	(*KeyringResponse)(nil),     // 1: phalanx.v1.KeyringResponse
-	(*KeyringMember)(nil),       // 2: phalanx.v1.KeyringMember
-	(*KeyCount)(nil),            // 3: phalanx.v1.KeyCount
-	(*ListAgentsRequest)(nil),   // 4: phalanx.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),  // 5: phalanx.v1.ListAgentsResponse
-	(*RunPlanRequest)(nil),      // 6: phalanx.v1.RunPlanRequest
-	(*RunPlanResponse)(nil),     // 7: phalanx.v1.RunPlanResponse
-	(*AgentLost)(nil),           // 8: phalanx.v1.AgentLost
-	(*RunAccepted)(nil),         // 9: phalanx.v1.RunAccepted
-	(*StopRunRequest)(nil),      // 10: phalanx.v1.StopRunRequest
-	(*StopRunResponse)(nil),     // 11: phalanx.v1.StopRunResponse
-	(*Progress)(nil),            // 12: phalanx.v1.Progress
-	(*RunResult)(nil),           // 13: phalanx.v1.RunResult
-	(*TimelinePoint)(nil),       // 14: phalanx.v1.TimelinePoint
-	(*StageResult)(nil),         // 15: phalanx.v1.StageResult
-	(*AgentResult)(nil),         // 16: phalanx.v1.AgentResult
-	(KeyringOp)(0),              // 17: phalanx.v1.KeyringOp
-	(Role)(0),                   // 18: phalanx.v1.Role
-	(*NodeMeta)(nil),            // 19: phalanx.v1.NodeMeta
-	(*Plan)(nil),                // 20: phalanx.v1.Plan
-	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
-	(*Counters)(nil),            // 22: phalanx.v1.Counters
-	(*Histograms)(nil),          // 23: phalanx.v1.Histograms
+	(*MemberKeyringRequest)(nil),  // 0: phalanx.v1.MemberKeyringRequest
+	(*MemberKeyringResponse)(nil), // 1: phalanx.v1.MemberKeyringResponse
+	(*KeyringRequest)(nil),        // 2: phalanx.v1.KeyringRequest
+	(*KeyringResponse)(nil),       // 3: phalanx.v1.KeyringResponse
+	(*KeyringMember)(nil),         // 4: phalanx.v1.KeyringMember
+	(*KeyCount)(nil),              // 5: phalanx.v1.KeyCount
+	(*ListAgentsRequest)(nil),     // 6: phalanx.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),    // 7: phalanx.v1.ListAgentsResponse
+	(*RunPlanRequest)(nil),        // 8: phalanx.v1.RunPlanRequest
+	(*RunPlanResponse)(nil),       // 9: phalanx.v1.RunPlanResponse
+	(*AgentLost)(nil),             // 10: phalanx.v1.AgentLost
+	(*RunAccepted)(nil),           // 11: phalanx.v1.RunAccepted
+	(*StopRunRequest)(nil),        // 12: phalanx.v1.StopRunRequest
+	(*StopRunResponse)(nil),       // 13: phalanx.v1.StopRunResponse
+	(*Progress)(nil),              // 14: phalanx.v1.Progress
+	(*RunResult)(nil),             // 15: phalanx.v1.RunResult
+	(*TimelinePoint)(nil),         // 16: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),           // 17: phalanx.v1.StageResult
+	(*AgentResult)(nil),           // 18: phalanx.v1.AgentResult
+	(KeyringOp)(0),                // 19: phalanx.v1.KeyringOp
+	(Role)(0),                     // 20: phalanx.v1.Role
+	(*NodeMeta)(nil),              // 21: phalanx.v1.NodeMeta
+	(*Plan)(nil),                  // 22: phalanx.v1.Plan
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*Counters)(nil),              // 24: phalanx.v1.Counters
+	(*Histograms)(nil),            // 25: phalanx.v1.Histograms
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	17, // 0: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
-	2,  // 1: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
-	3,  // 2: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
-	18, // 3: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
-	19, // 4: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	20, // 5: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
-	12, // 6: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
-	13, // 7: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	9,  // 8: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
-	8,  // 9: phalanx.v1.RunPlanResponse.agent_lost:type_name -> phalanx.v1.AgentLost
-	21, // 10: phalanx.v1.AgentLost.at:type_name -> google.protobuf.Duration
-	21, // 11: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	14, // 12: phalanx.v1.Progress.point:type_name -> phalanx.v1.TimelinePoint
-	22, // 13: phalanx.v1.Progress.counters:type_name -> phalanx.v1.Counters
-	20, // 14: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	21, // 15: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	23, // 16: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	22, // 17: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	21, // 18: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	16, // 19: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	22, // 20: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	21, // 21: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	14, // 22: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
-	15, // 23: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
-	21, // 24: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
-	21, // 25: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	21, // 26: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	21, // 27: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	21, // 28: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	22, // 29: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	21, // 30: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	21, // 31: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	21, // 32: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	21, // 33: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	21, // 34: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	21, // 35: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
-	21, // 36: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
-	4,  // 37: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	6,  // 38: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	10, // 39: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	0,  // 40: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	5,  // 41: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	7,  // 42: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	11, // 43: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	1,  // 44: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	41, // [41:45] is the sub-list for method output_type
-	37, // [37:41] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	19, // 0: phalanx.v1.MemberKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	19, // 1: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	4,  // 2: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
+	5,  // 3: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
+	20, // 4: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
+	21, // 5: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	22, // 6: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	14, // 7: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
+	15, // 8: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
+	11, // 9: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
+	10, // 10: phalanx.v1.RunPlanResponse.agent_lost:type_name -> phalanx.v1.AgentLost
+	23, // 11: phalanx.v1.AgentLost.at:type_name -> google.protobuf.Duration
+	23, // 12: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	16, // 13: phalanx.v1.Progress.point:type_name -> phalanx.v1.TimelinePoint
+	24, // 14: phalanx.v1.Progress.counters:type_name -> phalanx.v1.Counters
+	22, // 15: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	23, // 16: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	25, // 17: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	24, // 18: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	23, // 19: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	18, // 20: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	24, // 21: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	23, // 22: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	16, // 23: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	17, // 24: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	23, // 25: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
+	23, // 26: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	23, // 27: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	23, // 28: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	23, // 29: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	24, // 30: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	23, // 31: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	23, // 32: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	23, // 33: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	23, // 34: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	23, // 35: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	23, // 36: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
+	23, // 37: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
+	6,  // 38: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	8,  // 39: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	12, // 40: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	2,  // 41: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	0,  // 42: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
+	7,  // 43: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	9,  // 44: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	13, // 45: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	3,  // 46: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	1,  // 47: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
+	43, // [43:48] is the sub-list for method output_type
+	38, // [38:43] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -1750,7 +1863,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 	file_phalanx_v1_cluster_proto_init()
 	file_phalanx_v1_plan_proto_init()
 	file_phalanx_v1_stats_proto_init()
-	file_phalanx_v1_coordinator_proto_msgTypes[7].OneofWrappers = []any{
+	file_phalanx_v1_coordinator_proto_msgTypes[9].OneofWrappers = []any{
 		(*RunPlanResponse_Progress)(nil),
 		(*RunPlanResponse_Result)(nil),
 		(*RunPlanResponse_Accepted)(nil),
@@ -1762,7 +1875,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

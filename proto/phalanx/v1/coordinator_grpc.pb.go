@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CoordinatorService_ListAgents_FullMethodName = "/phalanx.v1.CoordinatorService/ListAgents"
-	CoordinatorService_RunPlan_FullMethodName    = "/phalanx.v1.CoordinatorService/RunPlan"
-	CoordinatorService_StopRun_FullMethodName    = "/phalanx.v1.CoordinatorService/StopRun"
-	CoordinatorService_Keyring_FullMethodName    = "/phalanx.v1.CoordinatorService/Keyring"
+	CoordinatorService_ListAgents_FullMethodName    = "/phalanx.v1.CoordinatorService/ListAgents"
+	CoordinatorService_RunPlan_FullMethodName       = "/phalanx.v1.CoordinatorService/RunPlan"
+	CoordinatorService_StopRun_FullMethodName       = "/phalanx.v1.CoordinatorService/StopRun"
+	CoordinatorService_Keyring_FullMethodName       = "/phalanx.v1.CoordinatorService/Keyring"
+	CoordinatorService_MemberKeyring_FullMethodName = "/phalanx.v1.CoordinatorService/MemberKeyring"
 )
 
 // CoordinatorServiceClient is the client API for CoordinatorService service.
@@ -49,20 +50,26 @@ type CoordinatorServiceClient interface {
 	// already ended).
 	StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error)
 	// Keyring applies one gossip keyring operation to every live member:
-	// this coordinator itself and each agent (AgentService.Keyring, each
-	// call bounded by 5 s), as `consul keyring` does across a datacenter.
+	// this coordinator itself, each agent (AgentService.Keyring) and each
+	// other coordinator (MemberKeyring), each call bounded by 5 s, as
+	// `consul keyring` does across a datacenter.
 	// Before USE it checks that every member has the key installed, and
 	// before REMOVE that no member uses it as its primary; either refusal
 	// changes nothing and names the members at fault (FAILED_PRECONDITION).
 	// Otherwise the operation is sent to every member and the response has
 	// one row per member: a member that did not apply it (unreachable,
-	// refused, another coordinator, which this call does not reach) has its
-	// error in its row, and the call still succeeds. Keys appear in no
+	// refused) has its error in its row, and the call still succeeds. Another
+	// coordinator in the cluster is reached by its MemberKeyring. Keys appear in no
 	// error. Errors: INVALID_ARGUMENT for an unknown op or a key not 32
 	// bytes; FAILED_PRECONDITION when this coordinator's gossip is not
 	// encrypted (started without --gossip-key-file), and for the refusals
 	// above.
 	Keyring(ctx context.Context, in *KeyringRequest, opts ...grpc.CallOption) (*KeyringResponse, error)
+	// MemberKeyring applies one gossip keyring operation to this coordinator
+	// only and returns its keyring after it, as AgentService.Keyring does for
+	// an agent: the part another coordinator's Keyring asks of this one.
+	// Errors: those of AgentService.Keyring.
+	MemberKeyring(ctx context.Context, in *MemberKeyringRequest, opts ...grpc.CallOption) (*MemberKeyringResponse, error)
 }
 
 type coordinatorServiceClient struct {
@@ -122,6 +129,16 @@ func (c *coordinatorServiceClient) Keyring(ctx context.Context, in *KeyringReque
 	return out, nil
 }
 
+func (c *coordinatorServiceClient) MemberKeyring(ctx context.Context, in *MemberKeyringRequest, opts ...grpc.CallOption) (*MemberKeyringResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MemberKeyringResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_MemberKeyring_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoordinatorServiceServer is the server API for CoordinatorService service.
 // All implementations must embed UnimplementedCoordinatorServiceServer
 // for forward compatibility.
@@ -146,20 +163,26 @@ type CoordinatorServiceServer interface {
 	// already ended).
 	StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error)
 	// Keyring applies one gossip keyring operation to every live member:
-	// this coordinator itself and each agent (AgentService.Keyring, each
-	// call bounded by 5 s), as `consul keyring` does across a datacenter.
+	// this coordinator itself, each agent (AgentService.Keyring) and each
+	// other coordinator (MemberKeyring), each call bounded by 5 s, as
+	// `consul keyring` does across a datacenter.
 	// Before USE it checks that every member has the key installed, and
 	// before REMOVE that no member uses it as its primary; either refusal
 	// changes nothing and names the members at fault (FAILED_PRECONDITION).
 	// Otherwise the operation is sent to every member and the response has
 	// one row per member: a member that did not apply it (unreachable,
-	// refused, another coordinator, which this call does not reach) has its
-	// error in its row, and the call still succeeds. Keys appear in no
+	// refused) has its error in its row, and the call still succeeds. Another
+	// coordinator in the cluster is reached by its MemberKeyring. Keys appear in no
 	// error. Errors: INVALID_ARGUMENT for an unknown op or a key not 32
 	// bytes; FAILED_PRECONDITION when this coordinator's gossip is not
 	// encrypted (started without --gossip-key-file), and for the refusals
 	// above.
 	Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error)
+	// MemberKeyring applies one gossip keyring operation to this coordinator
+	// only and returns its keyring after it, as AgentService.Keyring does for
+	// an agent: the part another coordinator's Keyring asks of this one.
+	// Errors: those of AgentService.Keyring.
+	MemberKeyring(context.Context, *MemberKeyringRequest) (*MemberKeyringResponse, error)
 	mustEmbedUnimplementedCoordinatorServiceServer()
 }
 
@@ -181,6 +204,9 @@ func (UnimplementedCoordinatorServiceServer) StopRun(context.Context, *StopRunRe
 }
 func (UnimplementedCoordinatorServiceServer) Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Keyring not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) MemberKeyring(context.Context, *MemberKeyringRequest) (*MemberKeyringResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MemberKeyring not implemented")
 }
 func (UnimplementedCoordinatorServiceServer) mustEmbedUnimplementedCoordinatorServiceServer() {}
 func (UnimplementedCoordinatorServiceServer) testEmbeddedByValue()                            {}
@@ -268,6 +294,24 @@ func _CoordinatorService_Keyring_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoordinatorService_MemberKeyring_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MemberKeyringRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).MemberKeyring(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_MemberKeyring_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).MemberKeyring(ctx, req.(*MemberKeyringRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoordinatorService_ServiceDesc is the grpc.ServiceDesc for CoordinatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -286,6 +330,10 @@ var CoordinatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Keyring",
 			Handler:    _CoordinatorService_Keyring_Handler,
+		},
+		{
+			MethodName: "MemberKeyring",
+			Handler:    _CoordinatorService_MemberKeyring_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
