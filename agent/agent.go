@@ -218,7 +218,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Clock = clock
 	}
 	// The safe default, before anything is bound.
-	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipKeyFile != "")
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipAddr == def.GossipAddr, cfg.GossipKeyFile != "")
 	if err != nil {
 		return nil, err
 	}

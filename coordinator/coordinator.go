@@ -148,7 +148,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.Logger = def.Logger
 	}
 	// The safe default, before anything is bound.
-	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipKeyFile != "")
+	insecureWarning, err := cfg.Security.CheckDaemon(cfg.GRPCAddr, cfg.GossipAddr, cfg.GossipAddr == def.GossipAddr, cfg.GossipKeyFile != "")
 	if err != nil {
 		return nil, err
 	}

@@ -388,7 +388,7 @@ func netnsSafeDefault(t *testing.T, n *netnsTopo, binCoord, binAgent string) {
 	h := n.agents[0]
 	insecure := n.start(t, h, "agent --insecure-cluster", true, binAgent,
 		"--grpc-addr", h.ip+":7071", "--gossip-addr", h.ip+":7947", "--name", "insecure", "--local", "--insecure-cluster")
-	warn := "insecure cluster (--insecure-cluster): --grpc-addr " + h.ip + ":7071, --gossip-addr " + h.ip + ":7947 without mutual TLS"
+	warn := "insecure cluster (--insecure-cluster): --grpc-addr " + h.ip + ":7071 without mutual TLS: anyone who reaches --grpc-addr may run plans; gossip on --gossip-addr " + h.ip + ":7947 is unencrypted"
 	if err := waitUntil(netnsReadyTimeout, insecure, func(context.Context) error {
 		if !strings.Contains(insecure.Stderr(), "agent started") || !strings.Contains(insecure.Stderr(), warn) {
 			return errors.New("no start and warning logged yet")

@@ -217,6 +217,16 @@ func TestProcSafeDefault(t *testing.T) {
 	if code, ok := gp.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(gp.Stderr(), "--gossip-addr 198.18.0.1:0 is not a loopback address: a daemon on the network needs a gossip key for its gossip (--gossip-key-file") {
 		t.Errorf("agent %v: exit %d (exited %v); want 1, asking for --gossip-key-file\n%s", args, code, ok, gp.describe())
 	}
+	// ... and says what --insecure-cluster would allow: unencrypted gossip only.
+	if want := "or --insecure-cluster to start anyway, and then gossip on --gossip-addr 198.18.0.1:0 is unencrypted: anyone who reaches it may join the cluster and read its membership"; !strings.Contains(gp.Stderr(), want) {
+		t.Errorf("agent %v: stderr does not say %q\n%s", args, want, gp.describe())
+	}
+	// The default --gossip-addr is named as the default, with the one-host fix.
+	dp := startProc(t, "agent", false, procEnv(), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0")
+	if code, ok := dp.Wait(20 * time.Second); !ok || code != 1 ||
+		!strings.Contains(dp.Stderr(), "--gossip-addr 0.0.0.0:7946 (the default) is not a loopback address") || !strings.Contains(dp.Stderr(), "on one host, give --gossip-addr 127.0.0.1:PORT") {
+		t.Errorf("agent with the default --gossip-addr: exit %d (exited %v); want 1, naming the default and the one-host fix\n%s", code, ok, dp.describe())
+	}
 	// The environment counts as the flags do: a partial set there is refused too.
 	p := startProc(t, "agent", false, procEnv("PHALANX_TLS_CA="+files.CA), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
 	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), "--tls-cert and --tls-key missing, given only PHALANX_TLS_CA (environment) "+files.CA) {

@@ -85,7 +85,7 @@ func TLSFlags(fs *pflag.FlagSet, files *security.Files) []string {
 func SecurityFlags(fs *pflag.FlagSet, files *security.Files, insecureCluster *bool) []string {
 	names := TLSFlags(fs, files)
 	fs.BoolVar(insecureCluster, security.FlagInsecureCluster, false,
-		"run without mutual TLS on a non-loopback --grpc-addr or --gossip-addr, or without --gossip-key-file on a non-loopback --gossip-addr (unauthenticated: anyone who reaches it may run plans or join); warns at start and every run (env "+EnvName(security.FlagInsecureCluster)+")")
+		"run without mutual TLS on a non-loopback --grpc-addr or --gossip-addr, or without --gossip-key-file on a non-loopback --gossip-addr (without TLS anyone who reaches --grpc-addr may run plans; without a gossip key anyone who reaches --gossip-addr may join and read the membership); warns at start and every run (env "+EnvName(security.FlagInsecureCluster)+")")
 	return append(names, security.FlagInsecureCluster)
 }
 

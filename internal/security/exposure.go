@@ -17,6 +17,18 @@ type Listen struct {
 	// not protect: on the network it also needs a gossip key
 	// (Exposure.GossipKey).
 	Gossip bool
+	// Default marks an address the flag was not given for (the daemon's
+	// default): messages say "(the default)".
+	Default bool
+}
+
+// String is the flag and address as messages name them:
+// "--gossip-addr 0.0.0.0:7946 (the default)".
+func (l Listen) String() string {
+	if l.Default {
+		return l.Flag + " " + l.Addr + " (the default)"
+	}
+	return l.Flag + " " + l.Addr
 }
 
 // Exposure is the safe-default rule's input: what a daemon listens on and
@@ -46,35 +58,45 @@ func (cfg Config) Exposure(listen ...Listen) Exposure {
 
 // CheckDaemon applies the rule (Exposure.Check) to a daemon with cfg's hop
 // credentials that serves gRPC on grpcAddr (--grpc-addr) and gossips on
-// gossipAddr (--gossip-addr), with its gossip encrypted when gossipKey
-// (--gossip-key-file): the one check the agent and the coordinator make,
-// before they bind anything.
-func (cfg Config) CheckDaemon(grpcAddr, gossipAddr string, gossipKey bool) (warning string, err error) {
-	e := cfg.Exposure(Listen{Flag: "--grpc-addr", Addr: grpcAddr}, Listen{Flag: "--gossip-addr", Addr: gossipAddr, Gossip: true})
+// gossipAddr (--gossip-addr; gossipDefault: the flag was not given), with
+// its gossip encrypted when gossipKey (--gossip-key-file): the one check
+// the agent and the coordinator make, before they bind anything.
+func (cfg Config) CheckDaemon(grpcAddr, gossipAddr string, gossipDefault, gossipKey bool) (warning string, err error) {
+	e := cfg.Exposure(Listen{Flag: "--grpc-addr", Addr: grpcAddr}, Listen{Flag: "--gossip-addr", Addr: gossipAddr, Gossip: true, Default: gossipDefault})
 	e.GossipKey = gossipKey
 	return e.Check()
 }
 
 // Check applies the rule. It returns an error naming the first address
 // that is not loopback and lacks a protection (mutual TLS; for gossip, a
-// gossip key too) when the daemon has no InsecureCluster; a warning (to
-// log at start and at every run) naming what runs unprotected when it has
-// InsecureCluster; neither otherwise.
+// gossip key too), what would fix it, and what --insecure-cluster would
+// expose, when the daemon has no InsecureCluster; a warning (to log at
+// start and at every run) saying what is exposed when it has
+// InsecureCluster: gRPC without mutual TLS (anyone who reaches it may run
+// plans; on loopback, anyone on the host), gossip without a key (anyone who
+// reaches it may join the cluster and read its membership); neither
+// otherwise.
 func (e Exposure) Check() (warning string, err error) {
 	loopback := e.Loopback
 	if loopback == nil {
 		loopback = IsLoopbackHost
 	}
-	var exposed, plainGossip []string
+	var exposed, plainGossip, grpc []Listen
+	grpcExposed := false
 	for _, l := range e.Listen {
 		host, _, err := net.SplitHostPort(l.Addr)
 		if err != nil {
 			return "", fmt.Errorf("%s %q: %w", l.Flag, l.Addr, err)
 		}
-		if !loopback(host) {
-			exposed = append(exposed, l.Flag+" "+l.Addr)
+		onNet := !loopback(host)
+		if !l.Gossip {
+			grpc = append(grpc, l)
+			grpcExposed = grpcExposed || onNet
+		}
+		if onNet {
+			exposed = append(exposed, l)
 			if l.Gossip && !e.GossipKey {
-				plainGossip = append(plainGossip, l.Flag+" "+l.Addr)
+				plainGossip = append(plainGossip, l)
 			}
 		}
 	}
@@ -82,30 +104,39 @@ func (e Exposure) Check() (warning string, err error) {
 	if !noTLS && len(plainGossip) == 0 {
 		return "", nil
 	}
+	// What running unprotected exposes, as the warning and the error say it.
+	var risks []string
+	if noTLS {
+		for _, l := range grpc {
+			r := fmt.Sprintf("%s without mutual TLS: anyone who reaches %s may run plans", l, l.Flag)
+			if !grpcExposed {
+				r += " (it is loopback: anyone on this host)"
+			}
+			risks = append(risks, r)
+		}
+	}
+	for _, l := range plainGossip {
+		risks = append(risks, fmt.Sprintf("gossip on %s is unencrypted: anyone who reaches it may join the cluster and read its membership", l))
+	}
 	if !e.InsecureCluster {
-		var first string
+		first := exposed[0]
 		var needs []string
 		if noTLS {
-			first = exposed[0]
 			needs = append(needs, fmt.Sprintf("mutual TLS (--%s, --%s, --%s)", FlagCA, FlagCert, FlagKey))
+		} else {
+			first = plainGossip[0]
 		}
 		if len(plainGossip) > 0 {
-			if first == "" {
-				first = plainGossip[0]
-			}
 			needs = append(needs, fmt.Sprintf("a gossip key for its gossip (--%s, made by coordctl keygen)", FlagGossipKeyFile))
 		}
-		return "", fmt.Errorf("%s is not a loopback address: a daemon on the network needs %s (README \"Securing a cluster\"), or --%s to run it unauthenticated",
-			first, strings.Join(needs, " and "), FlagInsecureCluster)
+		oneHost := ""
+		if first.Gossip && !grpcExposed {
+			oneHost = fmt.Sprintf("; on one host, give %s 127.0.0.1:PORT", first.Flag)
+		}
+		return "", fmt.Errorf("%s is not a loopback address: a daemon on the network needs %s (README \"Securing a cluster\")%s; or --%s to start anyway, and then %s",
+			first, strings.Join(needs, " and "), oneHost, FlagInsecureCluster, strings.Join(risks, "; "))
 	}
-	var parts []string
-	if noTLS {
-		parts = append(parts, strings.Join(exposed, ", ")+" without mutual TLS, anyone who reaches it may run plans")
-	}
-	if len(plainGossip) > 0 {
-		parts = append(parts, strings.Join(plainGossip, ", ")+" without a gossip key, anyone who reaches it may join the cluster and learn its members")
-	}
-	return fmt.Sprintf("insecure cluster (--%s): %s", FlagInsecureCluster, strings.Join(parts, "; ")), nil
+	return fmt.Sprintf("insecure cluster (--%s): %s", FlagInsecureCluster, strings.Join(risks, "; ")), nil
 }
 
 // IsLoopbackHost reports whether a listen address's host binds only

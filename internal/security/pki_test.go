@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -177,8 +178,8 @@ func TestWriteFile(t *testing.T) {
 // TestExposure: a daemon on a network address refuses to start without
 // mutual TLS unless --insecure-cluster, and then warns.
 func TestExposure(t *testing.T) {
-	local := []security.Listen{{"--grpc-addr", "127.0.0.1:7070", false}, {"--gossip-addr", "[::1]:7946", true}}
-	exposed := []security.Listen{{"--grpc-addr", "127.0.0.1:7070", false}, {"--gossip-addr", "0.0.0.0:7946", true}}
+	local := []security.Listen{{Flag: "--grpc-addr", Addr: "127.0.0.1:7070", Gossip: false}, {Flag: "--gossip-addr", Addr: "[::1]:7946", Gossip: true}}
+	exposed := []security.Listen{{Flag: "--grpc-addr", Addr: "127.0.0.1:7070", Gossip: false}, {Flag: "--gossip-addr", Addr: "0.0.0.0:7946", Gossip: true}}
 	cases := []struct {
 		name     string
 		e        security.Exposure
@@ -186,18 +187,27 @@ func TestExposure(t *testing.T) {
 		wantWarn string
 	}{
 		{"loopback", security.Exposure{Listen: local}, "", ""},
-		{"localhost", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "localhost:1", false}}}, "", ""},
+		{"localhost", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "localhost:1", Gossip: false}}}, "", ""},
 		{"exposed", security.Exposure{Listen: exposed}, "--gossip-addr 0.0.0.0:7946 is not a loopback address", ""},
-		{"empty host", security.Exposure{Listen: []security.Listen{{"--gossip-addr", ":7946", true}}}, "--gossip-addr :7946 is not a loopback", ""},
+		{"empty host", security.Exposure{Listen: []security.Listen{{Flag: "--gossip-addr", Addr: ":7946", Gossip: true}}}, "--gossip-addr :7946 is not a loopback", ""},
 		{"exposed with TLS and a gossip key", security.Exposure{Listen: exposed, TLS: true, GossipKey: true}, "", ""},
 		{"exposed gossip with TLS, no gossip key", security.Exposure{Listen: exposed, TLS: true}, "--gossip-addr 0.0.0.0:7946 is not a loopback address: a daemon on the network needs a gossip key for its gossip (--gossip-key-file", ""},
 		{"exposed without TLS nor gossip key", security.Exposure{Listen: exposed}, "needs mutual TLS (--tls-ca, --tls-cert, --tls-key) and a gossip key for its gossip (--gossip-key-file", ""},
-		{"exposed gRPC only, no gossip key", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "0.0.0.0:7070", false}, {"--gossip-addr", "127.0.0.1:7946", true}}, TLS: true}, "", ""},
-		{"exposed with TLS, insecure cluster, no gossip key", security.Exposure{Listen: exposed, TLS: true, InsecureCluster: true}, "", "insecure cluster (--insecure-cluster): --gossip-addr 0.0.0.0:7946 without a gossip key, anyone who reaches it may join"},
-		{"exposed, insecure cluster, both missing", security.Exposure{Listen: exposed, InsecureCluster: true}, "", "without mutual TLS, anyone who reaches it may run plans; --gossip-addr 0.0.0.0:7946 without a gossip key"},
-		{"exposed, insecure cluster", security.Exposure{Listen: exposed, InsecureCluster: true}, "", "--gossip-addr 0.0.0.0:7946 without mutual TLS"},
+		{"exposed gRPC only, no gossip key", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "0.0.0.0:7070", Gossip: false}, {Flag: "--gossip-addr", Addr: "127.0.0.1:7946", Gossip: true}}, TLS: true}, "", ""},
+		{"exposed with TLS, insecure cluster, no gossip key", security.Exposure{Listen: exposed, TLS: true, InsecureCluster: true}, "", "insecure cluster (--insecure-cluster): gossip on --gossip-addr 0.0.0.0:7946 is unencrypted: anyone who reaches it may join the cluster and read its membership"},
+		// gRPC on loopback, gossip on the network: the warning blames
+		// each port for what it exposes, not gossip for plans.
+		{"exposed gossip, insecure cluster, both missing", security.Exposure{Listen: exposed, InsecureCluster: true}, "",
+			"--grpc-addr 127.0.0.1:7070 without mutual TLS: anyone who reaches --grpc-addr may run plans (it is loopback: anyone on this host); gossip on --gossip-addr 0.0.0.0:7946 is unencrypted"},
+		{"exposed gRPC, insecure cluster", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "0.0.0.0:7070"}, {Flag: "--gossip-addr", Addr: "127.0.0.1:7946", Gossip: true}}, InsecureCluster: true}, "",
+			"insecure cluster (--insecure-cluster): --grpc-addr 0.0.0.0:7070 without mutual TLS: anyone who reaches --grpc-addr may run plans"},
+		// With TLS, the error says what --insecure-cluster would allow: gossip only.
+		{"exposed gossip with TLS, no key: what --insecure-cluster allows", security.Exposure{Listen: exposed, TLS: true}, "or --insecure-cluster to start anyway, and then gossip on --gossip-addr 0.0.0.0:7946 is unencrypted: anyone who reaches it may join the cluster and read its membership", ""},
+		// The default gossip address says so, with the one-host fix.
+		{"default gossip address", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "127.0.0.1:17102"}, {Flag: "--gossip-addr", Addr: "0.0.0.0:7946", Gossip: true, Default: true}}},
+			"--gossip-addr 0.0.0.0:7946 (the default) is not a loopback address: a daemon on the network needs mutual TLS (--tls-ca, --tls-cert, --tls-key) and a gossip key for its gossip (--gossip-key-file, made by coordctl keygen) (README \"Securing a cluster\"); on one host, give --gossip-addr 127.0.0.1:PORT; or --insecure-cluster", ""},
 		{"seam", security.Exposure{Listen: local, Loopback: func(string) bool { return false }}, "--grpc-addr 127.0.0.1:7070 is not a loopback", ""},
-		{"bad address", security.Exposure{Listen: []security.Listen{{"--grpc-addr", "nope", false}}}, "--grpc-addr \"nope\"", ""},
+		{"bad address", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "nope", Gossip: false}}}, "--grpc-addr \"nope\"", ""},
 	}
 	for _, c := range cases {
 		warn, err := c.e.Check()
@@ -206,6 +216,9 @@ func TestExposure(t *testing.T) {
 		}
 		if c.wantErr != "" && err != nil && c.name == "exposed" && (!strings.Contains(err.Error(), "--tls-ca") || !strings.Contains(err.Error(), "--insecure-cluster")) {
 			t.Errorf("%s: error %q does not say how to fix it", c.name, err)
+		}
+		if msg := fmt.Sprint(warn, err); strings.Contains(msg, "--gossip-addr 0.0.0.0:7946 without mutual TLS") || strings.Contains(msg, "unauthenticated") {
+			t.Errorf("%s: %q blames gossip for plans or does not say what --insecure-cluster allows", c.name, msg)
 		}
 		if c.wantWarn == "" && warn != "" || c.wantWarn != "" && !strings.Contains(warn, c.wantWarn) {
 			t.Errorf("%s: Check() warning %q, want %q", c.name, warn, c.wantWarn)
