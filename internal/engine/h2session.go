@@ -97,7 +97,10 @@ type h2session struct {
 
 // h2stream is one request's stream.
 type h2stream struct {
-	id         uint32
+	id uint32
+	// done gets one value when the stream ends (endStreamLocked); it is
+	// the stream slot's own channel (h2watch.done, buffered 1), reused by
+	// its every stream: the slot receives exactly once per stream.
 	done       chan struct{}
 	status     int
 	bytes      int64
@@ -291,7 +294,10 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 	st.err, st.kind, st.ended = err, kind, true
 	s.active--
 	s.cond.Broadcast()
-	close(st.done)
+	select {
+	case st.done <- struct{}{}: // the slot's receive takes it
+	default: // never: one end per stream, each received (but never block under s.mu)
+	}
 	if s.goaway && s.active == 0 && !s.dead {
 		// Drained after GOAWAY: nothing more will use this connection.
 		s.drain()
@@ -333,7 +339,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (statu
 		}
 		return 0, 0, 0, time.Time{}, 0, errH2NotSent
 	}
-	st := &h2stream{id: s.nextID, done: make(chan struct{}), sendWindow: int64(s.peerWindow)}
+	st := &h2stream{id: s.nextID, done: wt.done, sendWindow: int64(s.peerWindow)}
 	s.nextID += 2
 	s.streams[st.id] = st
 	s.mu.Unlock()

@@ -29,10 +29,13 @@ type h2watch struct {
 	st       *h2stream // the stream watched (nil: none)
 	deadline time.Time
 	stopped  bool
+	// done is the slot's stream-end channel (buffered 1): each of its
+	// streams is sent one value when it ends (h2stream.done).
+	done chan struct{}
 }
 
 func newH2Watch() *h2watch {
-	w := &h2watch{}
+	w := &h2watch{done: make(chan struct{}, 1)}
 	w.t = time.AfterFunc(time.Hour, w.fire)
 	w.t.Stop()
 	return w
