@@ -365,6 +365,7 @@ ctl agents >&2
 # --- 5. measurement helpers ---------------------------------------------------------
 ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }   # utime+stime
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+syscalls() { awk '/^syscr:/ {r = $2} /^syscw:/ {w = $2} END {print r, w}' "/proc/$1/io"; }   # read and write system calls so far
 now() { date +%s.%N; }
 pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
 per_req() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.2f", (b - a) / t * 1e6 / n; else print "-"}'; }   # ticks A B over N requests -> us/req
@@ -422,9 +423,11 @@ run_phalanx() {
     echo >> "$RAW/$tag.cmd"
     echo 5 > "/proc/$AGENT_PID/clear_refs"          # reset the agent's peak RSS (VmHWM)
     a0=$(ticks "$AGENT_PID"); c0=$(ticks "$COORD_PID"); w0=$(ticks "$SRV_PID"); t0=$(now)
+    local io0 io1; io0=$(syscalls "$AGENT_PID")
     bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
         --cacert "$CA" --json "$json" "$url" || rc=$?
     t1=$(now); a1=$(ticks "$AGENT_PID"); c1=$(ticks "$COORD_PID"); w1=$(ticks "$SRV_PID")
+    io1=$(syscalls "$AGENT_PID")
     local hwm rps=0 n=0 e=0 note=- us rss cpu cpct hf=- hr=- cb=- missed=- sched=- ekinds=-
     hwm=$(hwm_kb "$AGENT_PID")
     if [ -s "$json" ] && jq -e . "$json" >/dev/null 2>&1; then
@@ -437,6 +440,12 @@ run_phalanx() {
         note=$(jq -r 'if .tls.version and (.tls.version | keys) != ["TLS 1.3"]
                       then "tls \(.tls.version | keys | join("+"))" else "-" end' "$json")
     fi
+    # The agent's read and write system calls per completed request
+    # (/proc/PID/io syscr, syscw; every socket and file, the whole run): in
+    # the log and the raw outputs, not the table.
+    awk -v a="$io0" -v b="$io1" -v n="$n" 'BEGIN {split(a, x, " "); split(b, y, " ");
+        if (n > 0) printf "agent syscalls per request: %.3f reads, %.3f writes\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n}' \
+        | tee -a "$RAW/$tag.out" | while read -r l; do log "$tag: $l"; done
     cpu=$(awk -v a="$a0" -v b="$a1" -v t="$CLK_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
     us=$(awk -v c="$cpu" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", c * 1e6 / n; else print "-"}')
     rss=$(awk -v m="$hwm" 'BEGIN {printf "%.1f", m / 1024}')
