@@ -191,7 +191,7 @@ func New(cfg Config) (*Cluster, error) {
 	mc.Delegate = &delegate{c: c, meta: cfg.Meta, logger: cfg.Logger}
 	mc.Events = &events{c: c}
 	mc.Ping = &pings{c: c}
-	mc.Logger = log.New(&logWriter{l: cfg.Logger.With("component", "memberlist")}, "", 0)
+	mc.Logger = log.New(newLogWriter(cfg.Logger.With("subsystem", "memberlist"), time.Now), "", 0)
 	if tweakMemberlist != nil {
 		tweakMemberlist(mc)
 	}
@@ -224,7 +224,7 @@ func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {
 			return n, nil
 		}
 		err = flatten(err)
-		c.cfg.Logger.Warn("join cluster: retrying", "addrs", addrs, "err", err)
+		c.cfg.Logger.Warn("join cluster: retrying", append([]any{"addrs", addrs, "err", err}, keyHint(fmt.Sprint(err))...)...)
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("join cluster at %v: %w", addrs, err)
@@ -534,21 +534,101 @@ func (d *delegate) MergeRemoteState(b []byte, _ bool) {
 	d.c.noteInstance(string(b[n:]), b[1:n], false)
 }
 
+// logRepeatEvery is how often logWriter lets through a line it has
+// already logged (the same text from any peer); the lines in between are
+// counted, and the next one says how many were suppressed. memberlist logs
+// one line per rejected packet: a stranger or a member with a stale key
+// would otherwise write one every second, forever.
+const logRepeatEvery = 30 * time.Second
+
+// gossipKeyHint is added to memberlist's lines that mean two members do
+// not share a gossip key (memberlist's own wording, net.go and
+// security.go of hashicorp/memberlist).
+const gossipKeyHint = "gossip key mismatch: this member and the peer share no key " +
+	"(check --gossip-key-file on both; coordctl keyring list shows each member's keys)"
+
+var gossipKeyErrors = []string{
+	"no installed keys could decrypt the message",
+	"encryption is not configured",
+	"remote state is encrypted",
+	"No installed keys could decrypt",
+}
+
+// keyHint returns the attributes ("hint", gossipKeyHint) for a memberlist
+// message that means a gossip key mismatch, else none.
+func keyHint(msg string) []any {
+	for _, e := range gossipKeyErrors {
+		if strings.Contains(msg, e) {
+			return []any{"hint", gossipKeyHint}
+		}
+	}
+	return nil
+}
+
 // logWriter turns memberlist's "[LEVEL] memberlist: msg" lines into slog
-// records at that level.
-type logWriter struct{ l *slog.Logger }
+// records at that level: the peer memberlist appends as "from=ADDR" (or
+// "addr=ADDR") becomes a peer attribute, key mismatches get a hint, and a
+// line whose text (peer aside) was logged less than logRepeatEvery ago is
+// counted instead of logged. Safe for concurrent use.
+type logWriter struct {
+	l   *slog.Logger
+	now func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]*logRepeat
+}
+
+type logRepeat struct {
+	last       time.Time
+	suppressed int
+}
+
+func newLogWriter(l *slog.Logger, now func() time.Time) *logWriter {
+	return &logWriter{l: l, now: now, seen: map[string]*logRepeat{}}
+}
 
 func (w *logWriter) Write(p []byte) (int, error) {
-	line := bytes.TrimSpace(p)
+	line := string(bytes.TrimSpace(p))
 	level := slog.LevelInfo
 	for prefix, lv := range map[string]slog.Level{"[DEBUG]": slog.LevelDebug, "[INFO]": slog.LevelDebug, "[WARN]": slog.LevelWarn, "[ERR]": slog.LevelError} {
-		if bytes.HasPrefix(line, []byte(prefix)) {
+		if strings.HasPrefix(line, prefix) {
 			level = lv
-			line = bytes.TrimSpace(line[len(prefix):])
+			line = strings.TrimSpace(line[len(prefix):])
 			break
 		}
 	}
-	line = bytes.TrimPrefix(line, []byte("memberlist: "))
-	w.l.Log(context.Background(), level, string(line))
+	line = strings.TrimPrefix(line, "memberlist: ")
+	var attrs []any
+	for _, key := range []string{" from=", " addr="} {
+		if i := strings.LastIndex(line, key); i >= 0 && !strings.Contains(line[i+len(key):], " ") {
+			attrs = append(attrs, "peer", line[i+len(key):])
+			line = strings.TrimSpace(line[:i])
+			break
+		}
+	}
+	attrs = append(attrs, keyHint(line)...)
+	if level >= slog.LevelWarn {
+		w.mu.Lock()
+		r, ok := w.seen[line]
+		now := w.now()
+		if ok && now.Sub(r.last) < logRepeatEvery {
+			r.suppressed++
+			w.mu.Unlock()
+			return len(p), nil
+		}
+		if !ok {
+			if len(w.seen) >= 256 { // texts that embed changing details: start over rather than grow
+				clear(w.seen)
+			}
+			r = &logRepeat{}
+			w.seen[line] = r
+		}
+		if r.suppressed > 0 {
+			attrs = append(attrs, "repeats_suppressed", r.suppressed, "over", now.Sub(r.last).Round(time.Second))
+		}
+		r.last, r.suppressed = now, 0
+		w.mu.Unlock()
+	}
+	w.l.Log(context.Background(), level, line, attrs...)
 	return len(p), nil
 }

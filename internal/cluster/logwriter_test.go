@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLogWriterRepeatsAndHints: memberlist's line per rejected packet is
+// logged once per logRepeatEvery with its peer as an attribute and a
+// gossip key hint, the lines in between counted; other levels and other
+// texts pass.
+func TestLogWriterRepeatsAndHints(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1000, 0)
+	w := newLogWriter(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("subsystem", "memberlist"), func() time.Time { return now })
+	write := func(s string) {
+		if _, err := w.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const mismatch = "[ERR] memberlist: failed to receive: No installed keys could decrypt the message from=127.0.0.1:"
+	write(mismatch + "59312")
+	for i := range 5 {
+		now = now.Add(time.Second)
+		write(mismatch + "5931" + string(rune('3'+i)))
+	}
+	write("[WARN] memberlist: Was able to connect to a2 over TCP but UDP probes failed, network may be misconfigured")
+	write("[DEBUG] memberlist: Stream connection from=127.0.0.1:1")
+	write("[DEBUG] memberlist: Stream connection from=127.0.0.1:2")
+	now = now.Add(logRepeatEvery)
+	write(mismatch + "59400")
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 5 (mismatch, warn, 2 debug, mismatch again):\n%s", len(lines), buf.String())
+	}
+	first, last := lines[0], lines[4]
+	for _, want := range []string{"level=ERROR", `msg="failed to receive: No installed keys could decrypt the message"`, "peer=127.0.0.1:59312", "hint=", "--gossip-key-file", "subsystem=memberlist"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first line lacks %q: %s", want, first)
+		}
+	}
+	if strings.Contains(first, "repeats_suppressed") || !strings.Contains(last, "repeats_suppressed=5") || !strings.Contains(last, "peer=127.0.0.1:59400") {
+		t.Errorf("repeat counting: first %s\nlast %s", first, last)
+	}
+	if strings.Count(buf.String(), "component=") != 0 {
+		t.Errorf("a component key from the writer: %s", buf.String())
+	}
+	if !strings.Contains(lines[1], "level=WARN") || strings.Contains(lines[1], "hint=") {
+		t.Errorf("other warning: %s", lines[1])
+	}
+}
