@@ -364,7 +364,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.watchers.Wait() // every stream has ended with the server
 		return nil
 	})
-	started := []any{"grpc", a.GRPCAddr(), "gossip", a.GossipAddr(), "workers", a.cfg.CPUs,
+	started := []any{"grpc_listen", cluster.ListenAddr(a.cfg.GRPCAddr, a.lis.Addr().(*net.TCPAddr).Port), "grpc_advertise", a.GRPCAddr(),
+		"gossip_listen", a.cluster.ListenAddr(), "gossip_advertise", a.GossipAddr(), "workers", a.cfg.CPUs,
 		"allow_targets", a.cfg.AllowTargets.String()}
 	if a.cfg.MaxConnections > 0 {
 		started = append(started, "max_connections", a.cfg.MaxConnections)
@@ -378,12 +379,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Real-time waits keep agents that share busy cores within about a
 	// millisecond of the start instant (engine.RealtimeWaits).
 	started = append(started, "realtime_start", engine.RealtimeWaits())
-	started = append(started, "security", a.cfg.Security.Mode.String(), "gossip_keys", len(a.cluster.Keys()), "cluster_label", a.cluster.Label())
+	started = append(started, a.cfg.Security.LogAttrs(a.cfg.GossipKeyFile != "")...)
+	started = append(started, "gossip_keys", len(a.cluster.Keys()), "cluster_label", a.cluster.Label())
 	a.log.Info("agent started", started...)
 	if a.insecureWarning != "" {
 		a.log.Warn(a.insecureWarning)
 	}
-	return g.Wait()
+	err := g.Wait()
+	a.log.Info("agent stopped", "err", err)
+	return err
 }
 
 // stopGRPC stops gracefully, forcing after d. It returns once every

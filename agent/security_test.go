@@ -103,7 +103,7 @@ func TestTLSCluster(t *testing.T) {
 	if done != 200 || srv.Requests() != 200 {
 		t.Errorf("agents completed %d requests, the target counted %d; want 200 and 200", done, srv.Requests())
 	}
-	if got := logs.Lines("security=mutual-tls", "agent started"); len(got) != 2 {
+	if got := logs.Lines("grpc_tls=on", "agent started"); len(got) != 2 {
 		t.Errorf("%d agents logged mutual TLS at start, want 2", len(got))
 	}
 

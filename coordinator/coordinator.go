@@ -224,12 +224,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	c.log.Info("coordinator started", "grpc", c.GRPCAddr(), "gossip", c.GossipAddr(), "security", c.cfg.Security.Mode.String(),
-		"gossip_keys", len(c.cluster.Keys()), "cluster_label", c.cluster.Label())
+	started := []any{"grpc_listen", cluster.ListenAddr(c.cfg.GRPCAddr, c.lis.Addr().(*net.TCPAddr).Port),
+		"gossip_listen", c.cluster.ListenAddr(), "gossip_advertise", c.GossipAddr()}
+	started = append(started, c.cfg.Security.LogAttrs(c.cfg.GossipKeyFile != "")...)
+	c.log.Info("coordinator started", append(started, "gossip_keys", len(c.cluster.Keys()), "cluster_label", c.cluster.Label())...)
 	if c.insecureWarning != "" {
 		c.log.Warn(c.insecureWarning)
 	}
-	return g.Wait()
+	err := g.Wait()
+	c.log.Info("coordinator stopped", "err", err)
+	return err
 }
 
 // Agents returns the live agents, sorted by name.

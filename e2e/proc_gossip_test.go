@@ -124,6 +124,23 @@ func TestProcGossipKey(t *testing.T) {
 	if code, ok := keyed.Wait(procStopTimeout); !ok || code != 0 {
 		t.Fatalf("keyed agent: exit %d (exited %v) on SIGTERM", code, ok)
 	}
+	// Its log says how it listened (each address labelled, listen and
+	// advertised), what protects it (no TLS, encrypted gossip: not a
+	// blanket "insecure"), and that it was shut down by the signal.
+	for _, want := range []string{"grpc_listen=127.0.0.1:", "grpc_advertise=127.0.0.1:", "gossip_listen=127.0.0.1:", "gossip_advertise=127.0.0.1:",
+		"grpc_tls=off gossip_encryption=on", `msg="shutting down" signal=terminated`, `msg="agent stopped"`} {
+		if !strings.Contains(keyed.Stderr(), want) {
+			t.Errorf("keyed agent's log does not say %q\n%s", want, keyed.describe())
+		}
+	}
+	if strings.Contains(keyed.Stderr(), "security=insecure") {
+		t.Errorf("keyed agent's log says security=insecure with gossip encryption on\n%s", keyed.describe())
+	}
+	for _, want := range []string{"grpc_listen=" + c.grpcAddr, "gossip_listen=" + c.gossipAddr, "gossip_advertise=" + c.gossipAddr, "grpc_tls=off gossip_encryption=on"} {
+		if !strings.Contains(c.coord.Stderr(), want) {
+			t.Errorf("coordinator's log does not say %q\n%s", want, c.coord.describe())
+		}
+	}
 	again := startKeyedAgent(t, c, "keyed", "--gossip-key-file", keyFile("keyed"))
 	if err := waitUntil(procReadyTimeout, again, func(ctx context.Context) error { return c.agentsIdle(ctx, "keyed") }); err != nil {
 		t.Fatalf("restarted agent not listed: %v\n%s", err, again.describe())

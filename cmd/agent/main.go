@@ -110,7 +110,7 @@ func newCommand() *cobra.Command {
 				}
 				return err
 			}
-			ctx, stop := daemon.SignalContext()
+			ctx, stop := daemon.SignalContext(log)
 			defer stop()
 			if pprof == nil {
 				return a.Run(ctx)

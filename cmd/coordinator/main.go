@@ -61,7 +61,7 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := daemon.SignalContext()
+			ctx, stop := daemon.SignalContext(log)
 			defer stop()
 			return c.Run(ctx)
 		},

@@ -80,10 +80,11 @@ var tweakMemberlist func(*memberlist.Config)
 
 // Cluster is one member of the gossip cluster.
 type Cluster struct {
-	ml   *memberlist.Memberlist
-	mc   *memberlist.Config // its Keyring is nil without encryption
-	cfg  Config
-	addr string // bound gossip address, fixed at New
+	ml     *memberlist.Memberlist
+	mc     *memberlist.Config // its Keyring is nil without encryption
+	cfg    Config
+	addr   string // bound gossip address, fixed at New
+	listen string // listen address: BindAddr's host, the bound port
 
 	// members mirrors memberlist's live members, maintained by its event
 	// callbacks: memberlist rewrites a Node's Meta in place without a lock
@@ -202,8 +203,24 @@ func New(cfg Config) (*Cluster, error) {
 	n := ml.LocalNode()
 	c.ml, c.mc = ml, mc
 	c.addr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	c.listen = ListenAddr(cfg.BindAddr, int(n.Port))
 	return c, nil
 }
+
+// ListenAddr returns a listen address as a daemon logs it: the host as
+// configured (0.0.0.0 and :: stand for every address, which net.Listener
+// shows as [::]) and the port actually bound (port 0 picks one).
+func ListenAddr(configured string, port int) string {
+	host, _, err := net.SplitHostPort(configured)
+	if err != nil {
+		host = configured
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// ListenAddr returns the address gossip listens on (BindAddr with the
+// port bound), where Addr is the one advertised to the other members.
+func (c *Cluster) ListenAddr() string { return c.listen }
 
 // Addr returns the gossip address other members join (host:port actually
 // bound and advertised).

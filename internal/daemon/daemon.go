@@ -24,11 +24,13 @@ func Logger(level string) (*slog.Logger, error) {
 // exit is os.Exit; tests replace it.
 var exit = os.Exit
 
-// SignalContext returns a context canceled by the first SIGINT or SIGTERM;
-// a second one exits the process with status 130. The returned stop stops
-// handling signals (their default action applies again), cancels the
-// context and waits for the goroutine that watches them; it is idempotent.
-func SignalContext() (context.Context, context.CancelFunc) {
+// SignalContext returns a context canceled by the first SIGINT or SIGTERM,
+// logging it on log at INFO (msg "shutting down", signal=terminated); a
+// second one logs at WARN and exits the process with status 130. The
+// returned stop stops handling signals (their default action applies
+// again), cancels the context and waits for the goroutine that watches
+// them; it is idempotent.
+func SignalContext(log *slog.Logger) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -36,13 +38,15 @@ func SignalContext() (context.Context, context.CancelFunc) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		select {
-		case <-ch:
+		case sig := <-ch:
+			log.Info("shutting down", "signal", sig.String())
 		case <-done:
 			return
 		}
 		cancel()
 		select {
-		case <-ch:
+		case sig := <-ch:
+			log.Warn("second signal: exiting now", "signal", sig.String(), "status", 130)
 			exit(130)
 		case <-done:
 		}

@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"log/slog"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/phalanxload/phalanx/internal/security/securitytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,7 +21,8 @@ func TestSignalContext(t *testing.T) {
 	exit = func(code int) { exited <- code }
 	defer func() { exit = nil }()
 
-	ctx, stop := SignalContext()
+	var logs securitytest.Log
+	ctx, stop := SignalContext(slog.New(slog.NewTextHandler(&logs, nil)))
 	defer stop()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -26,6 +31,9 @@ func TestSignalContext(t *testing.T) {
 	case <-ctx.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("context not canceled by SIGINT")
+	}
+	if !strings.Contains(logs.String(), `msg="shutting down" signal=interrupt`) {
+		t.Errorf("log after SIGINT: %q; want it to say shutting down, signal=interrupt", logs.String())
 	}
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -38,6 +46,9 @@ func TestSignalContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("second signal did not exit")
 	}
+	if !strings.Contains(logs.String(), `msg="second signal: exiting now" signal=terminated status=130`) {
+		t.Errorf("log after the second signal: %q", logs.String())
+	}
 	stop()
 	stop() // idempotent
 }
@@ -45,7 +56,7 @@ func TestSignalContext(t *testing.T) {
 // TestSignalContextStop: stop without a signal cancels the context and
 // ends the watcher.
 func TestSignalContextStop(t *testing.T) {
-	ctx, stop := SignalContext()
+	ctx, stop := SignalContext(slog.New(slog.DiscardHandler))
 	stop()
 	if ctx.Err() == nil {
 		t.Error("context not canceled by stop")

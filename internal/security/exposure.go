@@ -139,6 +139,19 @@ func (e Exposure) Check() (warning string, err error) {
 	return fmt.Sprintf("insecure cluster (--%s): %s", FlagInsecureCluster, strings.Join(risks, "; ")), nil
 }
 
+// LogAttrs returns the slog key-value pairs a daemon's start line gives
+// its protection: grpc_tls (mutual TLS on its gRPC hops) and
+// gossip_encryption (gossipKey: --gossip-key-file), each "on" or "off".
+func (cfg Config) LogAttrs(gossipKey bool) []any {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return []any{"grpc_tls", onOff(cfg.Mode == ModeMutualTLS), "gossip_encryption", onOff(gossipKey)}
+}
+
 // IsLoopbackHost reports whether a listen address's host binds only
 // loopback: an IP in 127.0.0.0/8 or ::1 (brackets allowed), or "localhost"
 // (RFC 6761 keeps it on loopback). An empty host, 0.0.0.0, :: and every
