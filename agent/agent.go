@@ -310,6 +310,7 @@ func (a *Agent) meta() *pb.NodeMeta {
 		Role: pb.Role_ROLE_AGENT, Name: a.cfg.Name, GrpcAddr: a.cfg.AdvertiseAddr,
 		Cpus: int32(a.cfg.CPUs), Version: version.Version, State: a.state,
 		MaxConnections: int64(a.cfg.MaxConnections), MaxRate: a.cfg.MaxRate,
+		GrpcSecurity: wire.SecurityToProto(a.cfg.Security.Mode),
 	}
 	// The allowlist takes what memberlist's meta limit leaves, cut at an
 	// entry boundary; coordctl agents says how many entries it left off.

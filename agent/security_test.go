@@ -106,6 +106,11 @@ func TestTLSCluster(t *testing.T) {
 	if got := logs.Lines("grpc_tls=on", "agent started"); len(got) != 2 {
 		t.Errorf("%d agents logged mutual TLS at start, want 2", len(got))
 	}
+	for _, m := range c.Coordinator.Agents() {
+		if m.GetGrpcSecurity() != pb.GrpcSecurity_GRPC_SECURITY_MUTUAL_TLS {
+			t.Errorf("agent %s gossips gRPC security %v, want mutual TLS", m.GetName(), m.GetGrpcSecurity())
+		}
+	}
 
 	// coordctl dials only a coordinator's certificate; a rogue client with
 	// coordctl's certificate that expects an agent's is refused by it.

@@ -116,9 +116,12 @@ type Coordinator struct {
 	// (--insecure-cluster).
 	insecureWarning string
 
-	mu     sync.Mutex            // guards busy and active
-	busy   map[string]bool       // agents in a run of this coordinator, by name
-	active map[string]*activeRun // runs in progress, by run ID (for StopRun)
+	mu   sync.Mutex      // guards busy and active
+	busy map[string]bool // agents in a run of this coordinator, by name
+	// mismatched holds the agents whose gossiped gRPC security differs
+	// from the coordinator's, warned about once each (guarded by mu).
+	mismatched map[string]bool
+	active     map[string]*activeRun // runs in progress, by run ID (for StopRun)
 }
 
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
@@ -169,12 +172,14 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
 	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, peerCreds: peerCreds, insecureWarning: insecureWarning,
-		log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{}}
+		log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{},
+		mismatched: map[string]bool{}}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
-		KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel,
+		KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel, OnMember: c.checkMember,
 		Meta: func() *pb.NodeMeta {
-			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: version.Version}
+			return &pb.NodeMeta{Role: pb.Role_ROLE_COORDINATOR, Name: cfg.Name, GrpcAddr: lis.Addr().String(), Version: version.Version,
+				GrpcSecurity: wire.SecurityToProto(cfg.Security.Mode)}
 		},
 	})
 	if err != nil {
@@ -245,6 +250,42 @@ func (c *Coordinator) Agents() []*pb.NodeMeta {
 		}
 	}
 	return out
+}
+
+// securityMismatch says why the coordinator cannot dial agent m, from the
+// gRPC security m gossips: "" when it matches the coordinator's or m does
+// not gossip it.
+func (c *Coordinator) securityMismatch(m *pb.NodeMeta) string {
+	own, theirs := wire.SecurityToProto(c.cfg.Security.Mode), m.GetGrpcSecurity()
+	if theirs == pb.GrpcSecurity_GRPC_SECURITY_UNSPECIFIED || theirs == own {
+		return ""
+	}
+	flags := fmt.Sprintf("--%s, --%s and --%s", security.FlagCA, security.FlagCert, security.FlagKey)
+	if own == pb.GrpcSecurity_GRPC_SECURITY_MUTUAL_TLS {
+		return "its gRPC is plaintext while this coordinator's is mutual TLS: start the agent with " + flags
+	}
+	return "its gRPC is mutual TLS while this coordinator's is plaintext: start the coordinator with " + flags
+}
+
+// checkMember is the cluster's OnMember: it warns once when an agent
+// whose gRPC security differs from the coordinator's joins (or changes to
+// it), as selectAgents will not use it.
+func (c *Coordinator) checkMember(name string, m *pb.NodeMeta) {
+	reason := ""
+	if m != nil && m.GetRole() == pb.Role_ROLE_AGENT {
+		reason = c.securityMismatch(m)
+	}
+	c.mu.Lock()
+	warn := reason != "" && !c.mismatched[name]
+	if reason == "" {
+		delete(c.mismatched, name)
+	} else {
+		c.mismatched[name] = true
+	}
+	c.mu.Unlock()
+	if warn {
+		c.log.Warn("agent not usable for runs: "+reason, "agent", name, "grpc", m.GetGrpcAddr())
+	}
 }
 
 // service implements the Coordinator gRPC service.

@@ -21,11 +21,22 @@ import (
 var errNoAgents = errors.New("no agents alive")
 
 // selectAgents picks the agents for p: every live agent that no run of this
-// coordinator is using, or the first p.Agents of them by name, never more
+// coordinator is using (and whose gossiped gRPC security matches the
+// coordinator's: the others are skipped with a WARN, and when no agent is
+// left the error names them and why), or the first p.Agents of them by name, never more
 // than p.Connections. An agent busy with another coordinator's run refuses
 // the share (FailedPrecondition), which fails the run before it starts.
 func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
-	live := c.Agents()
+	var live []*pb.NodeMeta
+	var refused []string
+	for _, m := range c.Agents() {
+		if reason := c.securityMismatch(m); reason != "" {
+			c.log.Warn("agent not used for the run: "+reason, "agent", m.GetName(), "grpc", m.GetGrpcAddr())
+			refused = append(refused, fmt.Sprintf("agent %s at %s: %s", m.GetName(), m.GetGrpcAddr(), reason))
+			continue
+		}
+		live = append(live, m)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var free []*pb.NodeMeta
@@ -33,6 +44,9 @@ func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
 		if !c.busy[m.GetName()] {
 			free = append(free, m)
 		}
+	}
+	if len(live) == 0 && len(refused) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "no usable agents: %s", strings.Join(refused, "; "))
 	}
 	if len(free) == 0 {
 		if len(live) > 0 {
@@ -43,7 +57,7 @@ func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
 	n := len(free)
 	if p.Agents > 0 {
 		if p.Agents > n {
-			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d free (of %d live)", p.Agents, n, len(live))
+			return nil, status.Errorf(codes.FailedPrecondition, "plan wants %d agents, %d free (of %d live)%s", p.Agents, n, len(live), refusedText(refused))
 		}
 		n = p.Agents
 	}
@@ -52,6 +66,15 @@ func (c *Coordinator) selectAgents(p plan.Plan) ([]*pb.NodeMeta, error) {
 		c.busy[m.GetName()] = true
 	}
 	return free[:n], nil
+}
+
+// refusedText is what a shortage of agents adds about the agents
+// selectAgents did not use: "" when none.
+func refusedText(refused []string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d not usable: %s", len(refused), strings.Join(refused, "; "))
 }
 
 // releaseAgents returns agents taken by selectAgents.

@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
 func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "agents",
-		Short: "List the live agents (name, gRPC address, CPUs, state, version, caps, target allowlist)",
+		Short: "List the live agents (name, gRPC address, security, CPUs, state, version, caps, target allowlist)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client, closeConn, err := co.dial()
@@ -30,10 +31,10 @@ func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 				return &prefixedError{"coordinator " + co.addr + " unreachable", err}
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tADDRESS\tCPUS\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")
+			fmt.Fprintln(w, "NAME\tADDRESS\tSECURITY\tCPUS\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")
 			for _, a := range resp.GetAgents() {
 				state := strings.ToLower(strings.TrimPrefix(a.GetState().String(), "AGENT_STATE_"))
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), a.GetCpus(), state, a.GetVersion(),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), wire.SecurityText(a.GetGrpcSecurity()), a.GetCpus(), state, a.GetVersion(),
 					capText(a.GetMaxConnections()), capText(a.GetMaxRate()), allowText(a))
 			}
 			if err := w.Flush(); err != nil {

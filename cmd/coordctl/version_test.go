@@ -18,7 +18,7 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
-// TestAgentsShowVersion: coordctl agents shows the version, caps and
+// TestAgentsShowVersion: coordctl agents shows the security, version, caps and
 // allowlist each agent advertises in its node meta.
 func TestAgentsShowVersion(t *testing.T) {
 	env := newTestEnv(t, 1)
@@ -27,11 +27,11 @@ func TestAgentsShowVersion(t *testing.T) {
 		t.Fatalf("agents: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS" {
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS SECURITY CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS" {
 		t.Fatalf("agents output:\n%s", stdout)
 	}
 	f := strings.Fields(lines[1])
-	if len(f) != 8 || f[0] != "agent-1" || f[4] != version.Version || f[5] != "-" || f[6] != "-" || f[7] != allow.DefaultSpec {
+	if len(f) != 9 || f[0] != "agent-1" || f[2] != "insecure" || f[5] != version.Version || f[6] != "-" || f[7] != "-" || f[8] != allow.DefaultSpec {
 		t.Errorf("agents row %q: want agent-1 with version %q, no caps, allowlist %s", lines[1], version.Version, allow.DefaultSpec)
 	}
 }

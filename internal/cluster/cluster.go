@@ -59,6 +59,11 @@ type Config struct {
 	// label, so two clusters on one network never merge (memberlist's
 	// Config.Label; at most 255 bytes). Default (and zero) DefaultLabel.
 	Label string
+	// OnMember, when set, is called with a member's meta each time
+	// memberlist reports that it joined or changed its meta, and with nil
+	// when it left. It runs under memberlist's lock (its event delivery):
+	// it must not block nor call into the Cluster. Default: none.
+	OnMember func(name string, m *pb.NodeMeta)
 }
 
 // DefaultLabel is Config.Label's default.
@@ -434,6 +439,9 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	delete(e.c.peerInstance, n.Name)
 	delete(e.c.restarted, n.Name)
 	e.c.mu.Unlock()
+	if e.c.cfg.OnMember != nil {
+		e.c.cfg.OnMember(n.Name, nil)
+	}
 }
 
 func (c *Cluster) setMember(n *memberlist.Node) {
@@ -455,6 +463,9 @@ func (c *Cluster) setMember(n *memberlist.Node) {
 	c.mu.Lock()
 	c.members[n.Name] = m
 	c.mu.Unlock()
+	if c.cfg.OnMember != nil {
+		c.cfg.OnMember(n.Name, m)
+	}
 }
 
 // UpdateMeta gossips the member's new meta (as returned by Config.Meta).

@@ -130,6 +130,58 @@ func (AgentState) EnumDescriptor() ([]byte, []int) {
 	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{1}
 }
 
+// GrpcSecurity is how a member's gRPC server is secured.
+type GrpcSecurity int32
+
+const (
+	GrpcSecurity_GRPC_SECURITY_UNSPECIFIED GrpcSecurity = 0
+	// GRPC_SECURITY_INSECURE is plaintext gRPC (no --tls-* flags).
+	GrpcSecurity_GRPC_SECURITY_INSECURE GrpcSecurity = 1
+	// GRPC_SECURITY_MUTUAL_TLS is mutual TLS (--tls-ca, --tls-cert, --tls-key).
+	GrpcSecurity_GRPC_SECURITY_MUTUAL_TLS GrpcSecurity = 2
+)
+
+// Enum value maps for GrpcSecurity.
+var (
+	GrpcSecurity_name = map[int32]string{
+		0: "GRPC_SECURITY_UNSPECIFIED",
+		1: "GRPC_SECURITY_INSECURE",
+		2: "GRPC_SECURITY_MUTUAL_TLS",
+	}
+	GrpcSecurity_value = map[string]int32{
+		"GRPC_SECURITY_UNSPECIFIED": 0,
+		"GRPC_SECURITY_INSECURE":    1,
+		"GRPC_SECURITY_MUTUAL_TLS":  2,
+	}
+)
+
+func (x GrpcSecurity) Enum() *GrpcSecurity {
+	p := new(GrpcSecurity)
+	*p = x
+	return p
+}
+
+func (x GrpcSecurity) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GrpcSecurity) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_cluster_proto_enumTypes[2].Descriptor()
+}
+
+func (GrpcSecurity) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_cluster_proto_enumTypes[2]
+}
+
+func (x GrpcSecurity) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GrpcSecurity.Descriptor instead.
+func (GrpcSecurity) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{2}
+}
+
 // KeyringOp is an operation on the gossip keyring, as Serf's and Consul's
 // keyring operations (consul keyring -install, -use, -remove, -list).
 type KeyringOp int32
@@ -178,11 +230,11 @@ func (x KeyringOp) String() string {
 }
 
 func (KeyringOp) Descriptor() protoreflect.EnumDescriptor {
-	return file_phalanx_v1_cluster_proto_enumTypes[2].Descriptor()
+	return file_phalanx_v1_cluster_proto_enumTypes[3].Descriptor()
 }
 
 func (KeyringOp) Type() protoreflect.EnumType {
-	return &file_phalanx_v1_cluster_proto_enumTypes[2]
+	return &file_phalanx_v1_cluster_proto_enumTypes[3]
 }
 
 func (x KeyringOp) Number() protoreflect.EnumNumber {
@@ -191,7 +243,7 @@ func (x KeyringOp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyringOp.Descriptor instead.
 func (KeyringOp) EnumDescriptor() ([]byte, []int) {
-	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 // NodeMeta is what a member advertises in its memberlist node meta (at most
@@ -220,7 +272,11 @@ type NodeMeta struct {
 	MaxConnections int64 `protobuf:"varint,9,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
 	// max_rate caps one share's rate on this agent, requests/s (agent
 	// --max-rate); 0: no cap.
-	MaxRate       int64 `protobuf:"varint,10,opt,name=max_rate,json=maxRate,proto3" json:"max_rate,omitempty"`
+	MaxRate int64 `protobuf:"varint,10,opt,name=max_rate,json=maxRate,proto3" json:"max_rate,omitempty"`
+	// grpc_security is how the member's gRPC server is secured (its --tls-*
+	// flags), so that a coordinator sees a member it cannot dial before a
+	// run; UNSPECIFIED from a member that does not gossip it.
+	GrpcSecurity  GrpcSecurity `protobuf:"varint,11,opt,name=grpc_security,json=grpcSecurity,proto3,enum=phalanx.v1.GrpcSecurity" json:"grpc_security,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -325,12 +381,19 @@ func (x *NodeMeta) GetMaxRate() int64 {
 	return 0
 }
 
+func (x *NodeMeta) GetGrpcSecurity() GrpcSecurity {
+	if x != nil {
+		return x.GrpcSecurity
+	}
+	return GrpcSecurity_GRPC_SECURITY_UNSPECIFIED
+}
+
 var File_phalanx_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/cluster.proto\x12\n" +
-	"phalanx.v1\"\xda\x02\n" +
+	"phalanx.v1\"\x99\x03\n" +
 	"\bNodeMeta\x12$\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x10.phalanx.v1.RoleR\x04role\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -342,7 +405,8 @@ const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\x15allow_targets_omitted\x18\b \x01(\x05R\x13allowTargetsOmitted\x12'\n" +
 	"\x0fmax_connections\x18\t \x01(\x03R\x0emaxConnections\x12\x19\n" +
 	"\bmax_rate\x18\n" +
-	" \x01(\x03R\amaxRate*B\n" +
+	" \x01(\x03R\amaxRate\x12=\n" +
+	"\rgrpc_security\x18\v \x01(\x0e2\x18.phalanx.v1.GrpcSecurityR\fgrpcSecurity*B\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -355,7 +419,11 @@ const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\x15AGENT_STATE_PREPARING\x10\x02\x12\x15\n" +
 	"\x11AGENT_STATE_READY\x10\x03\x12\x17\n" +
 	"\x13AGENT_STATE_RUNNING\x10\x04\x12\x18\n" +
-	"\x14AGENT_STATE_DRAINING\x10\x05*\x7f\n" +
+	"\x14AGENT_STATE_DRAINING\x10\x05*g\n" +
+	"\fGrpcSecurity\x12\x1d\n" +
+	"\x19GRPC_SECURITY_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16GRPC_SECURITY_INSECURE\x10\x01\x12\x1c\n" +
+	"\x18GRPC_SECURITY_MUTUAL_TLS\x10\x02*\x7f\n" +
 	"\tKeyringOp\x12\x1a\n" +
 	"\x16KEYRING_OP_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fKEYRING_OP_LIST\x10\x01\x12\x16\n" +
@@ -375,22 +443,24 @@ func file_phalanx_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_cluster_proto_rawDescData
 }
 
-var file_phalanx_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_phalanx_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_phalanx_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_phalanx_v1_cluster_proto_goTypes = []any{
-	(Role)(0),        // 0: phalanx.v1.Role
-	(AgentState)(0),  // 1: phalanx.v1.AgentState
-	(KeyringOp)(0),   // 2: phalanx.v1.KeyringOp
-	(*NodeMeta)(nil), // 3: phalanx.v1.NodeMeta
+	(Role)(0),         // 0: phalanx.v1.Role
+	(AgentState)(0),   // 1: phalanx.v1.AgentState
+	(GrpcSecurity)(0), // 2: phalanx.v1.GrpcSecurity
+	(KeyringOp)(0),    // 3: phalanx.v1.KeyringOp
+	(*NodeMeta)(nil),  // 4: phalanx.v1.NodeMeta
 }
 var file_phalanx_v1_cluster_proto_depIdxs = []int32{
 	0, // 0: phalanx.v1.NodeMeta.role:type_name -> phalanx.v1.Role
 	1, // 1: phalanx.v1.NodeMeta.state:type_name -> phalanx.v1.AgentState
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2, // 2: phalanx.v1.NodeMeta.grpc_security:type_name -> phalanx.v1.GrpcSecurity
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_cluster_proto_init() }
@@ -403,7 +473,7 @@ func file_phalanx_v1_cluster_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_cluster_proto_rawDesc), len(file_phalanx_v1_cluster_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
