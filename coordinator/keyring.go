@@ -56,14 +56,16 @@ func (c *Coordinator) Keyring(ctx context.Context, op pb.KeyringOp, key []byte) 
 	fp := cluster.Fingerprint(key)
 	switch op {
 	case pb.KeyringOp_KEYRING_OP_USE:
-		missing := c.membersWhere(ctx, members, func(keys [][]byte) bool { return !hasKey(keys, key) })
-		if len(missing) > 0 {
-			return nil, status.Errorf(codes.FailedPrecondition, "keyring use %s: not installed on %s; nothing changed (coordctl keyring install it first, then check coordctl keyring list)", fp, strings.Join(missing, ", "))
+		missing, unchecked := c.membersWhere(ctx, members, func(keys [][]byte) bool { return !hasKey(keys, key) })
+		if len(missing) > 0 || len(unchecked) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "keyring use %s: %s; nothing changed (coordctl keyring install it first, then check coordctl keyring list)",
+				fp, refusal("not installed on", missing, "could not check whether it is installed on", unchecked))
 		}
 	case pb.KeyringOp_KEYRING_OP_REMOVE:
-		primary := c.membersWhere(ctx, members, func(keys [][]byte) bool { return len(keys) > 0 && bytes.Equal(keys[0], key) })
-		if len(primary) > 0 {
-			return nil, status.Errorf(codes.FailedPrecondition, "keyring remove %s: it may be the primary key of %s; nothing changed (coordctl keyring use another key first)", fp, strings.Join(primary, ", "))
+		primary, unchecked := c.membersWhere(ctx, members, func(keys [][]byte) bool { return len(keys) > 0 && bytes.Equal(keys[0], key) })
+		if len(primary) > 0 || len(unchecked) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "keyring remove %s: %s; nothing changed (coordctl keyring use another key first)",
+				fp, refusal("it is the primary key of", primary, "could not check whether it is the primary key of", unchecked))
 		}
 	}
 	answers := c.fanOut(ctx, members, op, key)
@@ -82,17 +84,30 @@ func (c *Coordinator) Keyring(ctx context.Context, op pb.KeyringOp, key []byte) 
 
 // membersWhere lists every member's keys and names those whose keys match,
 // and those that did not answer, with why.
-func (c *Coordinator) membersWhere(ctx context.Context, members []*pb.NodeMeta, match func(keys [][]byte) bool) []string {
-	var out []string
+func (c *Coordinator) membersWhere(ctx context.Context, members []*pb.NodeMeta, match func(keys [][]byte) bool) (matched, unchecked []string) {
 	for _, m := range c.fanOut(ctx, members, pb.KeyringOp_KEYRING_OP_LIST, nil) {
 		switch {
 		case m.err != nil:
-			out = append(out, fmt.Sprintf("%s (not checked: %v)", m.meta.GetName(), m.err))
+			unchecked = append(unchecked, fmt.Sprintf("%s (%v)", m.meta.GetName(), m.err))
 		case match(m.keys):
-			out = append(out, m.meta.GetName())
+			matched = append(matched, m.meta.GetName())
 		}
 	}
-	return out
+	return matched, unchecked
+}
+
+// refusal joins a refused keyring operation's reasons: the members that
+// matched (what), and those that could not be checked (how), each part only
+// when it has members.
+func refusal(what string, matched []string, how string, unchecked []string) string {
+	var parts []string
+	if len(matched) > 0 {
+		parts = append(parts, what+" "+strings.Join(matched, ", "))
+	}
+	if len(unchecked) > 0 {
+		parts = append(parts, how+" "+strings.Join(unchecked, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fanOut sends one keyring operation to each member in parallel, each

@@ -29,7 +29,12 @@ func newKeygenCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), key)
 				return nil
 			}
-			return writeNewKeyFile(out, key)
+			if err := writeNewKeyFile(out, key); err != nil {
+				return err
+			}
+			// As coordctl tls says what it wrote; never the key itself.
+			fmt.Fprintf(cmd.OutOrStdout(), "==> wrote %s (gossip key file, mode 0600: copy it to every member, as --gossip-key-file)\n", out)
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write a new gossip key file FILE (mode 0600) instead of printing the key")

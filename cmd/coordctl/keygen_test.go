@@ -29,8 +29,12 @@ func TestKeygen(t *testing.T) {
 		seen[key] = true
 	}
 	file := filepath.Join(t.TempDir(), "gossip.keys")
-	if code, _, errOut := runCLI("keygen", "--out", file); code != 0 {
+	code, out, errOut := runCLI("keygen", "--out", file)
+	if code != 0 {
 		t.Fatalf("keygen --out: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "==> wrote "+file+" (gossip key file") {
+		t.Errorf("keygen --out printed %q; want it to name the file written", out)
 	}
 	kf, err := cluster.ReadKeyFile(file)
 	if err != nil {
@@ -40,7 +44,7 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("key file: %d keys, mode %v; want 1 key, 0600", len(kf.Keys), kf.Mode)
 	}
 	before, _ := os.ReadFile(file)
-	code, _, errOut := runCLI("keygen", "--out", file)
+	code, _, errOut = runCLI("keygen", "--out", file)
 	after, _ := os.ReadFile(file)
 	if code == 0 || !strings.Contains(errOut, "exists") || string(before) != string(after) {
 		t.Errorf("keygen --out over an existing file: exit %d, %q, file changed %v; want refused, unchanged", code, errOut, string(before) != string(after))

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -165,6 +166,9 @@ func LoadFiles(role Role, f Files) (Config, error) {
 	return cfg, nil
 }
 
+// certTime is how errors give a certificate's validity bounds.
+const certTime = "2006-01-02 15:04:05 UTC"
+
 // fileError is a credential error blamed on one of the three inputs.
 type fileError struct {
 	flag string
@@ -219,6 +223,15 @@ func newTLS(role Role, caPEM, certPEMBytes, keyPEMBytes []byte, source func(flag
 		return Config{}, &fileError{FlagKey, fmt.Errorf("not the key of the %s certificate: %w", source(FlagCert), err)}
 	}
 	leaf := pair.Leaf
+	// Said first, in the operator's terms, rather than as x509's
+	// "certificate has expired or is not yet valid" behind the CA check.
+	if now := time.Now(); now.After(leaf.NotAfter) {
+		return Config{}, &fileError{FlagCert, fmt.Errorf("certificate %q expired on %s; issue a new one (coordctl tls cert create --role %s --name %s)",
+			leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(certTime), role, leaf.Subject.CommonName)}
+	} else if now.Before(leaf.NotBefore) {
+		return Config{}, &fileError{FlagCert, fmt.Errorf("certificate %q is not valid before %s (is this host's clock right?)",
+			leaf.Subject.CommonName, leaf.NotBefore.UTC().Format(certTime))}
+	}
 	if _, err := leaf.Verify(verifyOptions(pool, pair.Certificate[1:])); err != nil {
 		return Config{}, &fileError{FlagCert, fmt.Errorf("not valid under the %s CA: %w", source(FlagCA), err)}
 	}

@@ -2,6 +2,8 @@ package security_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
 	"net"
 	"os"
@@ -281,4 +283,41 @@ func TestLoadFiles(t *testing.T) {
 			t.Errorf("%s: error shows key material: %v", c.name, err)
 		}
 	}
+}
+
+// TestLoadFilesExpired: an expired certificate's error leads with when it
+// expired and how to replace it, not x509's "expired or is not yet valid".
+func TestLoadFilesExpired(t *testing.T) {
+	pki := securitytest.New(t)
+	certPEM, keyPEM, err := pki.CA.Issue(security.CertRequest{Role: security.RoleAgent, Name: "old", Lifetime: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(mustPEM(t, certPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x509 times have a resolution of a second: wait until it is past.
+	time.Sleep(time.Until(leaf.NotAfter.Add(1100 * time.Millisecond)))
+	dir := t.TempDir()
+	f := security.Files{CA: pki.Files(t, security.RoleAgent, "a").CA, Cert: filepath.Join(dir, "old.pem"), Key: filepath.Join(dir, "old-key.pem")}
+	for path, data := range map[string][]byte{f.Cert: certPEM, f.Key: keyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = security.LoadFiles(security.RoleAgent, f)
+	want := "--tls-cert " + f.Cert + `: certificate "old" expired on ` + leaf.NotAfter.UTC().Format("2006-01-02 15:04:05 UTC") + "; issue a new one (coordctl tls cert create --role agent --name old)"
+	if err == nil || err.Error() != want {
+		t.Errorf("LoadFiles with an expired certificate: %v\nwant %s", err, want)
+	}
+}
+
+func mustPEM(t *testing.T, data []byte) []byte {
+	t.Helper()
+	b, _ := pem.Decode(data)
+	if b == nil {
+		t.Fatal("no PEM block")
+	}
+	return b.Bytes
 }
