@@ -62,8 +62,8 @@ func TestProcTLS(t *testing.T) {
 	// coordctl without a certificate (plaintext): the coordinator refuses
 	// the handshake and logs it.
 	_, errOut, code = runCoordctl(t, 20*time.Second, procEnv(), "--coordinator", c.grpcAddr, "agents")
-	if code != 1 || !strings.Contains(errOut, "unreachable") {
-		t.Errorf("coordctl agents without TLS: exit %d, stderr %q; want 1, unreachable", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "the TLS handshake failed: the coordinator wants mutual TLS; give --tls-ca") {
+		t.Errorf("coordctl agents without TLS: exit %d, stderr %q; want 1, saying the coordinator wants mutual TLS", code, errOut)
 	}
 	waitLog(t, c.coord, "refused a connection: TLS handshake failed", "peer=127.0.0.1:")
 	// A partial TLS configuration is a usage error naming what is missing.

@@ -35,16 +35,17 @@ func (co *coordinatorFlags) dial() (pb.CoordinatorServiceClient, func(), error) 
 		return nil, nil, err
 	}
 	addr := co.addr
+	explain := func(err error) error { return co.explain(notCoordinator(addr, err)) }
 	conn, err := grpc.NewClient(addr, creds,
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			return notCoordinator(addr, invoker(ctx, method, req, reply, cc, opts...))
+			return explain(invoker(ctx, method, req, reply, cc, opts...))
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			cs, err := streamer(ctx, desc, cc, method, opts...)
 			if err != nil {
-				return nil, notCoordinator(addr, err)
+				return nil, explain(err)
 			}
-			return notCoordinatorStream{cs, addr}, nil
+			return explainingStream{cs, explain}, nil
 		}))
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinator address %q: %w", addr, err)
@@ -62,20 +63,55 @@ func notCoordinator(addr string, err error) error {
 	return err
 }
 
-// notCoordinatorStream applies notCoordinator to a stream's receive
-// errors: a server-streaming call learns of the unknown service on its
-// first Recv.
-type notCoordinatorStream struct {
-	grpc.ClientStream
-	addr string
+// explain turns the transport errors of a dial that reached something at
+// --coordinator but failed its TLS handshake into an Unauthenticated error
+// that says what happened and what to do, from the text of grpc-go's,
+// crypto/tls's and crypto/x509's errors: a coordinator that wants mutual TLS
+// dialed without the TLS flags (it closes the connection before gRPC's
+// preface), one that serves plaintext dialed with them, a certificate not
+// signed by --tls-ca, and a server whose certificate is another role's
+// (most often an agent's --grpc-addr). Other errors pass unchanged; they
+// stay Unavailable, which after a run's start means the coordinator is
+// lost.
+func (co *coordinatorFlags) explain(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return err
+	}
+	msg, addr := st.Message(), co.addr
+	tlsFlags := fmt.Sprintf("--%s/--%s/--%s or PHALANX_TLS_CA/PHALANX_TLS_CERT/PHALANX_TLS_KEY", security.FlagCA, security.FlagCert, security.FlagKey)
+	var what string
+	switch {
+	case co.tls.CA == "" && strings.Contains(msg, "server preface"):
+		what = fmt.Sprintf("reached %s but the TLS handshake failed: the coordinator wants mutual TLS; give %s", addr, tlsFlags)
+	case co.tls.CA != "" && strings.Contains(msg, "first record does not look like a TLS handshake"):
+		what = fmt.Sprintf("reached %s but it does not speak TLS: the coordinator runs without --tls-*; drop %s (or start it with them)", addr, tlsFlags)
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		what = fmt.Sprintf("reached %s but the coordinator's certificate is not signed by --%s %s: give the CA that signed the cluster's certificates", addr, security.FlagCA, co.tls.CA)
+	case strings.Contains(msg, "certificate is valid for "+security.RoleAgent.DNSName()):
+		what = fmt.Sprintf("%s is an agent (its certificate is for %s), not the coordinator: --coordinator takes the coordinator's --grpc-addr", addr, security.RoleAgent.DNSName())
+	case strings.Contains(msg, "certificate is valid for"):
+		what = fmt.Sprintf("reached %s but its certificate is not a coordinator's (%s): --coordinator takes the coordinator's --grpc-addr", addr, security.RoleCoordinator.DNSName())
+	default:
+		return err
+	}
+	return status.Errorf(codes.Unauthenticated, "%s (%s)", what, msg)
 }
 
-func (s notCoordinatorStream) RecvMsg(m any) error {
+// explainingStream applies explain (and notCoordinator) to a stream's
+// receive errors: a server-streaming call learns of the unknown service,
+// or of a failed handshake, on its first Recv.
+type explainingStream struct {
+	grpc.ClientStream
+	explain func(error) error
+}
+
+func (s explainingStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err == nil || err == io.EOF {
 		return err
 	}
-	return notCoordinator(s.addr, err)
+	return s.explain(err)
 }
 
 // submit runs p on the coordinator, printing progress and losses to
