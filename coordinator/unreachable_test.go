@@ -104,3 +104,34 @@ func TestUnreachableAgent(t *testing.T) {
 		t.Errorf("target counted %d requests; want 0", n)
 	}
 }
+
+// TestTLSAgentPlaintextCoordinator: a plaintext coordinator does not use
+// an agent that gossips mutual-TLS gRPC: it warns once when the agent
+// joins, and a run fails before any dial with FailedPrecondition naming the
+// agent and the flags the coordinator lacks.
+func TestTLSAgentPlaintextCoordinator(t *testing.T) {
+	srv, b := targettest.Start(t)
+	logs := &securitytest.Log{}
+	c, err := localcluster.StartWith(context.Background(), localcluster.Options{
+		Agents: 1, CPUsPerAgent: 1, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		AgentSecurity: securitytest.New(t).Config(t, security.RoleAgent),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	for range 2 {
+		_, err = c.Coordinator.RunPlan(context.Background(), plan.Plan{URL: srv.URL(), Connections: 1, Requests: 1, TLS: plan.TLS{CAPEM: b.CAPEM}}, nil)
+		want := "no usable agents: agent agent-1 at " + c.Agents[0].GRPCAddr() +
+			": its gRPC is mutual TLS while this coordinator's is plaintext: start the coordinator with --tls-ca, --tls-cert and --tls-key"
+		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != want {
+			t.Errorf("run: %v; want FailedPrecondition %q", err, want)
+		}
+	}
+	if got := logs.Lines("level=WARN", "agent not usable for runs: its gRPC is mutual TLS", "agent=agent-1"); len(got) != 1 {
+		t.Errorf("%d join warnings about the agent, want 1 (state changes do not repeat it):\n%s", len(got), logs.String())
+	}
+	if n := srv.Requests(); n != 0 {
+		t.Errorf("target counted %d requests; want 0", n)
+	}
+}
