@@ -125,6 +125,11 @@ func (rn *run) prepare() error {
 		if prepCtx.Err() != nil && rn.ctx.Err() == nil {
 			return status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
 		}
+		// An agent's Unavailable is never the run's: coordctl takes it for
+		// its coordinator being gone.
+		if st := status.Convert(toStatus(err)); st.Code() == codes.Unavailable {
+			return status.Error(codes.Aborted, st.Message())
+		}
 		return toStatus(err)
 	}
 	return nil
