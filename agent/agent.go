@@ -387,7 +387,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn(a.insecureWarning)
 	}
 	err := g.Wait()
-	a.log.Info("agent stopped", "err", err)
+	if err != nil {
+		a.log.Error("agent stopped", "err", err)
+	} else {
+		a.log.Info("agent stopped")
+	}
 	return err
 }
 

@@ -237,7 +237,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.log.Warn(c.insecureWarning)
 	}
 	err := g.Wait()
-	c.log.Info("coordinator stopped", "err", err)
+	if err != nil {
+		c.log.Error("coordinator stopped", "err", err)
+	} else {
+		c.log.Info("coordinator stopped")
+	}
 	return err
 }
 
