@@ -224,7 +224,8 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 		baseline        int64
 	}
 	var windows []window
-	minControl := 1.0 // lowest undisturbed bucket relative to its baseline
+	var inWindows int64 // errors inside the resets' intervals
+	minControl := 1.0   // lowest undisturbed bucket relative to its baseline
 	for i, at := range resetAt {
 		rk := int(at.Sub(start) / bucket)
 		if rk < 10 {
@@ -245,8 +246,16 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 			}
 			where = append(where, fmt.Sprintf("#%d=%d", k, errsAt[k]))
 		}
-		if got != int64(aborted[i]) {
-			t.Errorf("reset %d at %v (interval %d): intervals %d-%d hold %d errors, want the %d of the aborted connections (errors by interval: %s)",
+		// Each aborted connection with a request on it fails that request
+		// once. One the reset caught between an answer and its next send
+		// fails none if it waited IdleCheck there (a loaded machine's
+		// scheduling gap): the engine sees the RST before writing and
+		// reconnects, losing nothing. So at most every aborted connection,
+		// and at least three quarters of them (16 connections busy at
+		// ~9,000 requests/s have no gap that long but under load).
+		inWindows += got
+		if got > int64(aborted[i]) || got < int64(aborted[i])*3/4 {
+			t.Errorf("reset %d at %v (interval %d): intervals %d-%d hold %d errors, want between 3/4 of and all the %d aborted connections (errors by interval: %s)",
 				i+1, at.Sub(start).Round(time.Millisecond), rk, rk, end, got, aborted[i], strings.Join(where, " "))
 		}
 		var before []int64
@@ -273,6 +282,9 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 			w.to = int(resetAt[i+1].Sub(start)/bucket) - 1
 		}
 		windows = append(windows, w)
+	}
+	if inWindows != errs {
+		t.Errorf("%d errors, %d of them in the resets' intervals: the others belong to no reset", errs, inWindows)
 	}
 
 	// Each bucket from 200 ms after a reset holds at least 80 % of the
