@@ -30,11 +30,10 @@ import (
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
+// main exits 2 on a bad command line and 1 on a run error, as coordctl
+// does (daemon.Execute).
 func main() {
-	if err := newCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
-	}
+	os.Exit(daemon.Execute(newCommand(), "agent", os.Args[1:], os.Stderr))
 }
 
 func newCommand() *cobra.Command {
@@ -59,19 +58,19 @@ func newCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
-				return err
+				return daemon.Usage(err)
 			}
 			if cfg.AllowTargets, err = allow.Parse(allowSpec); err != nil {
-				return fmt.Errorf("--allow-targets: %w", err)
+				return daemon.Usage(fmt.Errorf("--allow-targets: %w", err))
 			}
 			if cfg.MaxConnections < 0 {
-				return fmt.Errorf("--max-connections %d: want 0 (no cap) or more", cfg.MaxConnections)
+				return daemon.Usage(fmt.Errorf("--max-connections %d: want 0 (no cap) or more", cfg.MaxConnections))
 			}
 			if cfg.MaxRate < 0 {
-				return fmt.Errorf("--max-rate %d: want 0 (no cap) or more requests/s", cfg.MaxRate)
+				return daemon.Usage(fmt.Errorf("--max-rate %d: want 0 (no cap) or more requests/s", cfg.MaxRate))
 			}
 			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
-				return err
+				return daemon.Usage(err)
 			}
 			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
 			if cfg.Security, err = daemon.LoadSecurity(security.RoleAgent, tlsFiles, insecure); err != nil {
@@ -80,7 +79,7 @@ func newCommand() *cobra.Command {
 			if cpus != "" {
 				set, err := cpuset.Parse(cpus)
 				if err != nil {
-					return fmt.Errorf("--cpus: %w", err)
+					return daemon.Usage(fmt.Errorf("--cpus: %w", err))
 				}
 				if err := cpuset.PinProcess(set); err != nil {
 					return fmt.Errorf("--cpus %s: %w", cpus, err)

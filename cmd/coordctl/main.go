@@ -165,6 +165,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		err = daemon.FlagValueError(err)
 		if hint := flagHint(err); hint != "" {
 			return &usageError{fmt.Errorf("%w; %s (see %s --help)", err, hint, c.CommandPath())}
 		}
@@ -176,13 +177,18 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&co.addr, "coordinator", def, "coordinator gRPC address HOST:PORT (env "+CoordinatorEnv+")")
 	tlsFlags := daemon.TLSFlags(root.PersistentFlags(), &co.tls)
+	clusterFlagNames := append([]string{"coordinator"}, tlsFlags...)
+	scopeClusterFlags(root, clusterFlagNames)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkClusterFlags(root, cmd, clusterFlagNames); err != nil {
+			return err
+		}
 		if err := daemon.BindEnv(cmd.Flags(), tlsFlags...); err != nil {
 			return &usageError{err}
 		}
 		co.tls.From = daemon.Origins(cmd.Flags(), tlsFlags...)
 		return nil
 	}
-	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), newDemoCmd(), newTargetCmd(), newTLSCmd(), newKeygenCmd(), newKeyringCmd(&co))
+	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), offline(newDemoCmd()), offline(newTargetCmd()), offline(newTLSCmd()), offline(newKeygenCmd()), newKeyringCmd(&co))
 	return root
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/phalanxload/phalanx/internal/daemon"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -314,8 +315,8 @@ var fieldFlags = map[string]string{
 
 // flagName returns how errors name flag: "-c/--connections", "--rate".
 func flagName(cmd *cobra.Command, flag string) string {
-	if fl := cmd.Flags().Lookup(flag); fl != nil && fl.Shorthand != "" {
-		return "-" + fl.Shorthand + "/--" + flag
+	if fl := cmd.Flags().Lookup(flag); fl != nil {
+		return daemon.FlagName(fl)
 	}
 	return "--" + flag
 }

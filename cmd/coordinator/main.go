@@ -9,7 +9,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -20,11 +19,10 @@ import (
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
+// main exits 2 on a bad command line and 1 on a run error, as coordctl
+// does (daemon.Execute).
 func main() {
-	if err := newCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "coordinator:", err)
-		os.Exit(1)
-	}
+	os.Exit(daemon.Execute(newCommand(), "coordinator", os.Args[1:], os.Stderr))
 }
 
 func newCommand() *cobra.Command {
@@ -46,10 +44,10 @@ func newCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
-				return err
+				return daemon.Usage(err)
 			}
 			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
-				return err
+				return daemon.Usage(err)
 			}
 			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
 			if cfg.Security, err = daemon.LoadSecurity(security.RoleCoordinator, tlsFiles, insecure); err != nil {
@@ -71,7 +69,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT for coordctl")
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (agents --join this)")
 	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...]")
-	f.StringVar(&cfg.Name, "name", cfg.Name, "cluster name (default: coordinator-HOSTNAME)")
+	f.StringVar(&cfg.Name, "name", cfg.Name, "unique member name in the cluster's gossip (default: coordinator-HOSTNAME)")
 	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")

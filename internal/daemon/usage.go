@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Exit statuses shared by agent, coordinator and coordctl (README, Exit
+// status): 0 success, 1 a run error, 2 a bad command line.
+const (
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// UsageError marks a bad command line: an unknown flag or argument, or a
+// flag value that is malformed or out of its range. Its exit status is
+// ExitUsage; every other error's is ExitError.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usage wraps err as a UsageError (nil stays nil).
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{err}
+}
+
+// ExitStatus returns the exit status for err: 0 for nil, ExitUsage for a
+// UsageError, else ExitError.
+func ExitStatus(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// FlagName names a flag as errors do: "-c/--connections", "--rate".
+func FlagName(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand + "/--" + f.Name
+	}
+	return "--" + f.Name
+}
+
+// FlagValueError restates pflag's error for a value a flag refused
+// (`invalid argument "abc" for "-c, --connections" flag: strconv.ParseInt:
+// parsing "abc": invalid syntax`) as the flag, the value and what is wrong
+// with it in words: `-c/--connections "abc": not a number`. Other errors
+// are returned as they are.
+func FlagValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	f := ive.GetFlag()
+	return fmt.Errorf("%s %q: %s", FlagName(f), ive.GetValue(), valueProblem(f.Value.Type(), ive.GetValue(), errors.Unwrap(ive)))
+}
+
+// valueProblem says in words why value, given to a flag of type typ
+// (pflag's Value.Type: "int", "duration", "bool", ...), was refused with
+// cause.
+func valueProblem(typ, value string, cause error) string {
+	var ne *strconv.NumError
+	switch {
+	case typ == "bool":
+		return "want true or false"
+	case errors.As(cause, &ne) && errors.Is(ne.Err, strconv.ErrRange):
+		return "out of range for " + typ
+	case errors.As(cause, &ne) && (strings.HasPrefix(typ, "uint") || strings.HasPrefix(typ, "int")):
+		if _, err := strconv.ParseFloat(value, 64); err == nil {
+			return "not a whole number"
+		}
+		return "not a number"
+	case errors.As(cause, &ne):
+		return "not a number"
+	case typ == "duration" && cause != nil && strings.HasPrefix(cause.Error(), "time: "):
+		// time.ParseDuration's message repeats the value.
+		return "not a duration: want a number with a unit, e.g. 500ms, 10s, 1m"
+	case cause != nil:
+		return cause.Error()
+	}
+	return "invalid value"
+}
+
+// Execute runs a daemon's command (agent, coordinator) with args and returns
+// its exit status (ExitStatus), printing an error on stderr after name:
+// "agent: ...". Unknown flags, arguments and refused flag values are usage
+// errors (FlagValueError's wording), as RunE's own UsageErrors are.
+func Execute(cmd *cobra.Command, name string, args []string, stderr io.Writer) int {
+	cmd.SetArgs(args)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return Usage(fmt.Errorf("%w (see %s --help)", FlagValueError(err), c.CommandPath()))
+	})
+	if validate := cmd.Args; validate != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := validate(c, a); err != nil {
+				return Usage(fmt.Errorf("%w (see %s --help)", err, c.CommandPath()))
+			}
+			return nil
+		}
+	}
+	err := cmd.Execute()
+	if err != nil {
+		fmt.Fprintln(stderr, name+":", err)
+	}
+	return ExitStatus(err)
+}
