@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/creack/pty v1.1.24
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/klauspost/compress v1.20.4
 	github.com/miekg/dns v1.1.73
@@ -14,6 +15,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.47.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -114,20 +113,19 @@ func (s explainingStream) RecvMsg(m any) error {
 	return s.explain(err)
 }
 
-// submit runs p on the coordinator, printing progress and losses to
-// progressOut, and returns the result. runID, if not nil, is given the
+// submit runs p on the coordinator, showing progress and losses on view,
+// and returns the result. runID, if not nil, is given the
 // run's ID as soon as the coordinator sends it (RunAccepted, else each
 // Progress); rc, if not nil, keeps what was received. Errors: a
 // *lostCoordinator when the coordinator's stream broke after the run was
 // accepted (rc then holds every interval received).
-func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, progressOut io.Writer, runID func(string), rc *received) (*pb.RunResult, error) {
+func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, view *progressView, runID func(string), rc *received) (*pb.RunResult, error) {
 	if runID == nil {
 		runID = func(string) {}
 	}
 	if rc == nil {
 		rc = &received{}
 	}
-	printProgress := progressPrinter(progressOut)
 	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p})
 	if err != nil {
 		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
@@ -153,14 +151,15 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 		switch m := msg.Msg.(type) {
 		case *pb.RunPlanResponse_Accepted:
 			rc.accepted(m.Accepted)
+			view.accepted(m.Accepted)
 			runID(m.Accepted.GetRunId())
 		case *pb.RunPlanResponse_Progress:
 			rc.progress(m.Progress)
 			runID(m.Progress.GetRunId())
-			printProgress(m.Progress)
+			view.interval(m.Progress)
 		case *pb.RunPlanResponse_AgentLost:
 			rc.lost = append(rc.lost, m.AgentLost)
-			printLoss(progressOut, m.AgentLost, p.GetOnAgentLoss())
+			printLoss(view, m.AgentLost, p.GetOnAgentLoss())
 		case *pb.RunPlanResponse_Result:
 			return m.Result, nil
 		}
@@ -179,23 +178,4 @@ func printLoss(w io.Writer, l *pb.AgentLost, policy pb.AgentLossPolicy) {
 	}
 	how := strings.TrimPrefix(l.GetError(), "agent "+l.GetAgent()+": ")
 	fmt.Fprintf(w, "coordctl: lost agent %s after %.2fs: %s%s\n", l.GetAgent(), l.GetAt().AsDuration().Seconds(), how, then)
-}
-
-// progressPrinter returns a function that prints one line per merged
-// interval: its RPS, p99 and errors.
-func progressPrinter(w io.Writer) func(*pb.Progress) {
-	return func(pr *pb.Progress) {
-		secs := pr.GetInterval().AsDuration().Seconds()
-		line := fmt.Sprintf("  [%3d] %10.0f req/s", pr.GetIndex()+1, float64(pr.GetRequests())/max(secs, 1e-9))
-		if pt := pr.GetPoint(); pt.GetPartial() {
-			line += fmt.Sprintf("  (partial: %d agents)", pt.GetAgents())
-		}
-		if pr.GetP99Us() > 0 {
-			line += fmt.Sprintf("  p99 %v", time.Duration(pr.GetP99Us())*time.Microsecond)
-		}
-		if pr.GetErrors() > 0 {
-			line += fmt.Sprintf("  %d errors", pr.GetErrors())
-		}
-		fmt.Fprintln(w, line)
-	}
 }

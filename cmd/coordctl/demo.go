@@ -75,10 +75,13 @@ test against the target, and prints the merged report.`,
 				return &usageError{err}
 			}
 			fmt.Fprintf(out, "demo: coordctl run -c%d -d%s --latency %s\n", p.Connections, p.Duration, p.URL)
+			view := newProgressView(out, p, false)
 			res, err := c.Coordinator.RunPlanWith(ctx, p, coordinator.RunHooks{
-				Progress: progressPrinter(out),
-				Lost:     func(l *pb.AgentLost) { printLoss(out, l, wire.PlanToProto(p).GetOnAgentLoss()) },
+				Accepted: view.accepted,
+				Progress: view.interval,
+				Lost:     func(l *pb.AgentLost) { printLoss(view, l, wire.PlanToProto(p).GetOnAgentLoss()) },
 			})
+			view.done()
 			if err != nil {
 				return err
 			}

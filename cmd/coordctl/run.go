@@ -59,6 +59,7 @@ type runFlags struct {
 	alpn      []string
 
 	onAgentLoss string
+	quiet       bool
 }
 
 func newRunCmd(co *coordinatorFlags) *cobra.Command {
@@ -91,7 +92,8 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				return err
 			}
 			defer closeConn()
-			stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+			stderr := newProgressView(cmd.ErrOrStderr(), p, f.quiet)
+			defer stderr.done()
 			// Ctrl-C (or SIGTERM) once: stop the run early and report what
 			// ran; twice: abandon it (see stopper).
 			ctx, abandon := context.WithCancel(cmd.Context())
@@ -101,6 +103,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			rc := &received{}
 			res, err := submit(ctx, client, co.addr, pp, stderr, st.setRunID, rc)
 			st.close()
+			stderr.done() // the report or an error follows
 			if sig := st.abandonedBy(); sig != nil {
 				return &exitError{abandonedStatus(sig), errors.New("run abandoned: its agents stop now, and nothing is reported")}
 			}
@@ -176,6 +179,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.keyFile, "key", "", "client private key PEM file (with --cert)")
 	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, or h2 with --http2)")
 	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show no progress while the run goes (losses and the report still print)")
 	return cmd
 }
 

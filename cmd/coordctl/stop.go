@@ -196,16 +196,3 @@ func abandonedStatus(sig os.Signal) int {
 	}
 	return exitAbandonedBase + int(syscall.SIGINT)
 }
-
-// lockedWriter serializes writes to w (stderr is written by the progress
-// printer and the stopper's goroutines).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

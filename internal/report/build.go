@@ -146,10 +146,13 @@ func Build(r *Run) (*Report, error) {
 	return rep, nil
 }
 
-// Client-bound thresholds (docs/design.md, invariant 6).
+// Client-bound thresholds (docs/design.md, invariant 6): ClientBusyLimit
+// is the busy fraction of an agent's usable CPUs above which it is
+// client-bound, ClientMissedLimit the fraction of open-loop sends
+// scheduled that may be missed.
 const (
-	clientBusyLimit   = 0.90
-	clientMissedLimit = 0.01
+	ClientBusyLimit   = 0.90
+	ClientMissedLimit = 0.01
 )
 
 // LatenessLimit is the open-loop send lateness p99 above which a run is
@@ -164,13 +167,13 @@ const LatenessLimit = time.Millisecond
 // flagClientBound marks a run whose numbers may measure the client.
 func (r *Report) flagClientBound() {
 	for _, a := range r.AgentRows {
-		if a.CPUUtil > clientBusyLimit {
+		if a.CPUUtil > ClientBusyLimit {
 			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
 		}
 	}
 	// Missed includes the sends never made (Unsent), which Issued does
 	// not: the share is of the sends scheduled.
-	if scheduled := r.Issued + r.Unsent; r.Mode == "open" && scheduled > 0 && float64(r.Missed) > clientMissedLimit*float64(scheduled) {
+	if scheduled := r.Issued + r.Unsent; r.Mode == "open" && scheduled > 0 && float64(r.Missed) > ClientMissedLimit*float64(scheduled) {
 		reason := fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late", r.Missed-r.Unsent, scheduled, 100*float64(r.Missed-r.Unsent)/float64(scheduled))
 		if r.Unsent > 0 {
 			reason = fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late or never (%d late, %d never sent)",
