@@ -65,20 +65,16 @@ type runFlags struct {
 func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	f := runFlags{duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout), interval: wrkDuration(plan.DefaultInterval)}
 	cmd := &cobra.Command{
-		Use:   "run [flags] URL|PLAN.yaml",
+		Use:   "run [flags] URL | PLAN.yaml [URL]",
 		Short: "Run a load test against URL, or a plan file, on the cluster's agents",
 		Example: `  coordctl run -c50 -d10s --latency https://127.0.0.1:8443/
   coordctl run -c 750 -d 1m -H 'Accept-Encoding: br' --json out.json https://target.example/
   coordctl run -R 20000 -c 200 -d 1m --latency https://target.example/
-  coordctl run plan.yaml -d 30s          # flags override the plan file's fields`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &usageError{fmt.Errorf("run takes exactly one URL or plan file, got %d arguments (see coordctl run --help)", len(args))}
-			}
-			return nil
-		},
+  coordctl run plan.yaml -d 30s          # flags override the plan file's fields
+  coordctl run plan.yaml https://127.0.0.1:8443/   # the plan against this URL (mix paths kept)`,
+		Args: runArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.plan(cmd, args[0])
+			p, err := f.plan(cmd, args...)
 			if err != nil {
 				return err
 			}
@@ -183,12 +179,14 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	return cmd
 }
 
-// plan builds and validates the plan from a plan file or a URL, with the
-// flags given on the command line overriding the file's fields. Errors name
-// the flag, or the plan field prefixed with the plan file's name.
-func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
+// plan builds and validates the plan from a plan file or a URL (args, as
+// runArgs checked them), with the flags given on the command line, and a
+// URL after the plan file, overriding the file's fields. Errors name the
+// flag, or the plan field prefixed with the plan file's name.
+func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	var p plan.Plan
 	set := cmd.Flags().Changed
+	arg := args[0]
 	fromFile := isPlanFile(arg)
 	file := ""
 	if fromFile {
@@ -294,16 +292,29 @@ func (f *runFlags) plan(cmd *cobra.Command, arg string) (plan.Plan, error) {
 			return p, &usageError{fmt.Errorf("--mix %s: %w", f.mixFile, err)}
 		}
 	}
+	if len(args) == 2 {
+		// After --mix, whose URLs move to the new origin too.
+		if err := p.Retarget(args[1]); err != nil {
+			return p, &usageError{fmt.Errorf("URL %q (after the plan file): %w", args[1], err)}
+		}
+	}
 	if set("connections") && f.connections < 1 {
 		return p, &usageError{fmt.Errorf("-c/--connections %d: want at least 1", f.connections)}
 	}
 	p.SetDefaults()
+	cut, err := cutStages(cmd, file, &p)
+	if err != nil {
+		return p, err
+	}
 	parsed, err := p.Check()
 	if err != nil {
 		return p, &usageError{flagErrors(cmd, file, err)}
 	}
 	if err := tlsOnly(cmd, file, &p, parsed.Target); err != nil {
 		return p, &usageError{err}
+	}
+	if cut != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "coordctl:", cut)
 	}
 	return p, nil
 }
@@ -315,6 +326,7 @@ var fieldFlags = map[string]string{
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
+	"tls.ca_file": "cacert",
 }
 
 // flagName returns how errors name flag: "-c/--connections", "--rate".

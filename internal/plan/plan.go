@@ -392,6 +392,9 @@ func (p *Plan) Check() (Parsed, error) {
 		errs = append(errs, mixErrs...)
 	}
 	errs = append(errs, p.validateLoad()...)
+	if terr == nil {
+		errs = append(errs, p.ineffectiveLoad(t)...)
+	}
 	errs = append(errs, p.TLS.validate(p.Protocol == H2)...)
 	if p.Timeout <= 0 {
 		bad("timeout", p.Timeout.String(), "want more than 0, e.g. 2s")

@@ -134,6 +134,7 @@ func (t *TLS) validate(http2 bool) []error {
 			errs = append(errs, &FieldError{"tls.curves", fmt.Sprintf("%q", c), "want X25519, P-256, P-384, P-521 or X25519MLKEM768"})
 		}
 	}
+	errs = append(errs, t.ineffective(minV, maxV)...)
 	if (len(t.CertPEM) == 0) != (len(t.KeyPEM) == 0) {
 		errs = append(errs, &FieldError{"tls.cert", "", "a client certificate needs both cert and key"})
 	} else if len(t.CertPEM) > 0 {
