@@ -159,6 +159,10 @@ type Agent struct {
 	// runs without mutual TLS on a network address (--insecure-cluster).
 	insecureWarning string
 
+	// provenance describes the host and build (CollectProvenance, once in
+	// New); every Ready carries it.
+	provenance *pb.Provenance
+
 	mu        sync.Mutex // guards state, runID and runCancel
 	state     pb.AgentState
 	runID     string
@@ -230,7 +234,8 @@ func New(cfg Config) (*Agent, error) {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", host, lis.Addr().(*net.TCPAddr).Port)
 	}
-	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1), insecureWarning: insecureWarning}
+	a := &Agent{cfg: cfg, lis: lis, state: pb.AgentState_AGENT_STATE_IDLE, gossipState: make(chan struct{}, 1), insecureWarning: insecureWarning,
+		provenance: CollectProvenance()}
 	a.log = cfg.Logger.With("component", "agent", "agent", cfg.Name)
 	serverOpts, err := cfg.Security.ServerOptions(a.log)
 	if err != nil {
@@ -508,6 +513,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 	}
 	if err := stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Ready{Ready: &pb.Ready{
 		Connections: int64(prep.Connections), UsableCpus: int32(a.cfg.CPUs), Errors: prep.Errors, CpuList: a.cfg.CPUList,
+		Provenance: a.provenance,
 	}}}); err != nil {
 		return err
 	}

@@ -316,6 +316,7 @@ func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_R
 		Lost: func(l *pb.AgentLost) {
 			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_AgentLost{AgentLost: l}})
 		},
+		AgentIntervals: req.GetAgentIntervals(),
 	})
 	if res != nil {
 		// A partial result (an agent died) is still sent: nothing measured

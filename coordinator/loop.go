@@ -300,6 +300,9 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 			return true
 		}
 		r.counters.Add(&counts)
+		if rn.keepIntervals {
+			r.kept = append(r.kept, keptInterval(iv, &counts, rn.startAt.Add(r.offset+rn.p.Warmup)))
+		}
 		r.cpu += iv.GetCpuTime().AsDuration()
 		r.intervals++
 		r.next = max(r.next, int(iv.GetIndex())+1)
@@ -331,6 +334,23 @@ func (rn *run) malformed(i int, what string, err error, hooks RunHooks) {
 		rn.log.Debug("close send", "agent", r.meta.GetName(), "err", cerr)
 	}
 	rn.lose(i, fmt.Errorf("agent %s sent a malformed %s: %w", r.meta.GetName(), what, err), hooks)
+}
+
+// keptInterval is agent interval iv (merged, with counts its counters) as
+// the result keeps it: its latency histogram's bytes as the agent sent them,
+// its bounds as offsets from the agent's window start (windowStart, its
+// clock).
+func keptInterval(iv *pb.Interval, counts *measure.Counts, windowStart time.Time) *pb.AgentInterval {
+	return &pb.AgentInterval{
+		Index:    iv.GetIndex(),
+		Start:    durationpb.New(time.Unix(0, iv.GetStartUnixNano()).Sub(windowStart)),
+		Length:   durationpb.New(time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano())),
+		Requests: counts.Requests,
+		Errors:   counts.ErrorTotal(),
+		Missed:   counts.Missed,
+		Latency:  iv.GetHistograms().GetLatency(),
+		CpuTime:  iv.GetCpuTime(),
+	}
 }
 
 // addInterval merges interval iv of agent a (with cpus usable CPUs, whose

@@ -11,6 +11,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -29,6 +30,12 @@ func (rn *run) result() (*pb.RunResult, error) {
 		StartedAtUnixNano: startAt.UnixNano(),
 		Window:            durationpb.New(p.Duration),
 	}
+	hash, err := planHash(res.Plan)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "hash plan: %v", err)
+	}
+	res.PlanHash = hash
+	res.CoordinatorVersion, res.CoordinatorCommit = version.Version, version.Commit
 	var total, warmup measure.Counts
 	// The CA and body are inputs, not results; keep the stored result small.
 	res.Plan.Body = nil
@@ -147,6 +154,8 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 		Missed:      r.counters.Missed,
 		Rate:        r.share.Rate,
 		Lost:        r.lost,
+		Provenance:  r.ready.GetProvenance(),
+		Intervals:   sortedIntervals(r.kept),
 	}
 	if r.lost {
 		ar.LostAt = durationpb.New(r.lostAt)

@@ -47,6 +47,9 @@ type agentRun struct {
 	// how); lostAt is when, from the window's start.
 	lost   bool
 	lostAt time.Duration
+	// kept are its intervals as merged, when the run keeps them
+	// (run.keepIntervals).
+	kept []*pb.AgentInterval
 }
 
 // RunHooks are RunPlanWith's callbacks; each may be nil. They are called
@@ -63,6 +66,9 @@ type RunHooks struct {
 	// Lost is called when the run loses an agent after its start, before
 	// the policy's stop goes out.
 	Lost func(*pb.AgentLost)
+	// AgentIntervals, not a callback, asks for every agent's intervals in
+	// the result (AgentResult.Intervals, RunPlanRequest.agent_intervals).
+	AgentIntervals bool
 }
 
 // RunPlan executes p and returns its merged result. progress, if not nil, is
@@ -95,6 +101,7 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	}
 	defer c.releaseAgents(agents)
 	rn := c.newRun(ctx, p, agents)
+	rn.keepIntervals = hooks.AgentIntervals
 	defer c.unregister(rn.id)
 	defer rn.close()
 	if hooks.Accepted != nil {
@@ -132,6 +139,10 @@ type run struct {
 	wg     sync.WaitGroup
 
 	startAt time.Time // the start instant, coordinator clock (set by start)
+
+	// keepIntervals: each agent's intervals go into its result row
+	// (RunHooks.AgentIntervals).
+	keepIntervals bool
 
 	// Written by the run loop only.
 	userStop  bool          // StopRun ended the window

@@ -113,6 +113,11 @@ func (s explainingStream) RecvMsg(m any) error {
 	return s.explain(err)
 }
 
+// maxResultBytes bounds a RunPlan message coordctl accepts: a result holds
+// a histogram per interval (and per agent with agent intervals), beyond
+// gRPC's default 4 MiB for a run of an hour or more.
+const maxResultBytes = 1 << 30
+
 // submit runs p on the coordinator, showing progress and losses on view,
 // and returns the result. runID, if not nil, is given the
 // run's ID as soon as the coordinator sends it (RunAccepted, else each
@@ -126,7 +131,7 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 	if rc == nil {
 		rc = &received{}
 	}
-	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p})
+	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p, AgentIntervals: rc.agentIntervals}, grpc.MaxCallRecvMsgSize(maxResultBytes))
 	if err != nil {
 		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 	}

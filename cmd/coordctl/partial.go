@@ -22,6 +22,9 @@ type received struct {
 	counts   []*pb.Counters
 	lost     []*pb.AgentLost
 	firstEnd time.Time // when the first point came, less its end's offset: the window's start, estimated
+	// agentIntervals, set before the run, asks the coordinator for every
+	// agent's intervals in the result (RunPlanRequest.agent_intervals).
+	agentIntervals bool
 }
 
 func (rc *received) accepted(a *pb.RunAccepted) {

@@ -60,6 +60,8 @@ type runFlags struct {
 
 	onAgentLoss string
 	quiet       bool
+
+	formats formatFlags
 }
 
 func newRunCmd(co *coordinatorFlags) *cobra.Command {
@@ -83,6 +85,11 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				return err
 			}
 			defer out.discard()
+			files, err := f.formats.open()
+			if err != nil {
+				return err
+			}
+			defer files.discard()
 			client, closeConn, err := co.dial()
 			if err != nil {
 				return err
@@ -96,7 +103,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			defer abandon()
 			st := newStopper(ctx, client, stderr, abandon)
 			pp := wire.PlanToProto(p)
-			rc := &received{}
+			rc := &received{agentIntervals: f.formats.agentIntervals()}
 			res, err := submit(ctx, client, co.addr, pp, stderr, st.setRunID, rc)
 			st.close()
 			stderr.done() // the report or an error follows
@@ -124,11 +131,18 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				}
 				return err
 			}
-			rep, err := wire.ReportFromResult(res)
+			run, err := wire.RunFromProto(res)
+			if err != nil {
+				return err
+			}
+			rep, err := report.Build(run)
 			if err != nil {
 				return err
 			}
 			if err := writeReport(cmd, rep, f.latency, out); err != nil {
+				return err
+			}
+			if err := files.write(run); err != nil {
 				return err
 			}
 			if rep.Partial {
@@ -174,6 +188,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.certFile, "cert", "", "client certificate PEM file (with --key)")
 	fl.StringVar(&f.keyFile, "key", "", "client private key PEM file (with --cert)")
 	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, or h2 with --http2)")
+	f.formats.register(fl)
 	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show no progress while the run goes (losses and the report still print)")
 	return cmd

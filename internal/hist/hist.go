@@ -118,12 +118,24 @@ func (h *Histogram) encode() ([]byte, error) {
 // from the package geometry, which would make a merge inexact.
 var ErrGeometry = errors.New("histogram geometry differs")
 
-// Decode parses a V2 compressed histogram, binary or base64. It fails on
-// corrupt input and on histograms whose geometry is not the package's
+// Decode parses a V2 histogram: compressed, binary or base64, or
+// uncompressed binary (EncodeV2, what agents send). It fails on corrupt
+// input and on histograms whose geometry is not the package's
 // (ErrGeometry).
 func Decode(b []byte) (*Histogram, error) {
 	if len(b) == 0 {
 		return nil, errors.New("decode histogram: empty input")
+	}
+	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
+		var s Sparse
+		if err := decodeRaw(b, &s); err != nil {
+			return nil, err
+		}
+		h := New()
+		if err := h.AddSparse(&s); err != nil {
+			return nil, fmt.Errorf("decode histogram: %w", err)
+		}
+		return h, nil
 	}
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2CompressedCookie {
 		b = []byte(base64.StdEncoding.EncodeToString(b))

@@ -142,6 +142,7 @@ func Build(r *Run) (*Report, error) {
 		}
 		rep.AgentRows = append(rep.AgentRows, row)
 	}
+	rep.Provenance = provenanceOf(r)
 	rep.flagClientBound()
 	return rep, nil
 }

@@ -60,6 +60,9 @@ type Run struct {
 	Timeline       []Interval
 	Stages         []StageRun
 	Agents         []AgentRun
+	// Provenance is the plan hash and the coordinator's build
+	// (provenance.go); each agent's is in Agents.
+	Provenance RunProvenance
 }
 
 // Interval is one timeline point of a Run.
@@ -112,6 +115,23 @@ type AgentRun struct {
 	Rate        int64
 	Lost        bool
 	LostAt, Ran time.Duration
+	// Provenance is the agent's host and build (nil: it sent none).
+	Provenance *AgentProvenance
+	// Intervals are the agent's own intervals as it sent them, when the
+	// result kept them (coordctl run --hlog, --csv-per-agent); nil
+	// otherwise.
+	Intervals []AgentInterval
+}
+
+// AgentInterval is one agent's interval k: its bounds as offsets from the
+// agent's window start, its counts and its latency histogram (µs), exactly
+// as the agent sent them.
+type AgentInterval struct {
+	Index                    int32
+	Start, Length            time.Duration
+	Requests, Errors, Missed int64
+	CPUTime                  time.Duration
+	Latency                  *hist.Histogram
 }
 
 // Report is one run's report. JSON field names are part of the interface
@@ -252,6 +272,10 @@ type Report struct {
 	Warmup *Warmup `json:"warmup,omitempty"`
 	// AgentRows has one row per agent.
 	AgentRows []Agent `json:"agents"`
+	// Provenance records what produced the run (plan hash, coordinator and
+	// agent builds, hosts, pin maps, clocks); absent when the run carries
+	// none.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // TimelinePoint is one interval of the window.

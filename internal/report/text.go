@@ -151,6 +151,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			p.f("    ! %s (its measurements until then are included)\n", a.Error)
 		}
 	}
+	r.writeProvenance(p)
 	p.f("Run ID: %s\n", r.RunID)
 	return p.err
 }

@@ -65,14 +65,20 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 			ChangeSkew: st.GetChangeSkew().AsDuration(),
 		})
 	}
+	run.Provenance = report.RunProvenance{PlanHash: r.GetPlanHash(), CoordinatorVersion: r.GetCoordinatorVersion(), CoordinatorCommit: r.GetCoordinatorCommit()}
 	for _, a := range r.GetAgents() {
-		run.Agents = append(run.Agents, report.AgentRun{
+		ar := report.AgentRun{
 			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(), Errors: a.GetErrors(),
 			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
 			CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
 			StartOffset: a.GetStartOffset().AsDuration(), Error: a.GetError(),
 			Rate: a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),
-		})
+			Provenance: ProvenanceFromProto(a.GetProvenance()),
+		}
+		if ar.Intervals, err = AgentIntervalsFromProto(a.GetIntervals()); err != nil {
+			return fail(" agent "+a.GetName(), err)
+		}
+		run.Agents = append(run.Agents, ar)
 	}
 	return run, nil
 }

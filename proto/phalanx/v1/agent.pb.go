@@ -625,7 +625,9 @@ type Ready struct {
 	// errors counts connections that could not be opened, by kind.
 	Errors map[string]int64 `protobuf:"bytes,3,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// cpu_list is the CPUs the agent is pinned to, empty when not pinned.
-	CpuList       string `protobuf:"bytes,4,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
+	CpuList string `protobuf:"bytes,4,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
+	// provenance describes the agent's host and build.
+	Provenance    *Provenance `protobuf:"bytes,5,opt,name=provenance,proto3" json:"provenance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +688,13 @@ func (x *Ready) GetCpuList() string {
 		return x.CpuList
 	}
 	return ""
+}
+
+func (x *Ready) GetProvenance() *Provenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
 }
 
 // Interval is one reporting interval of one agent: [start + k*interval,
@@ -929,13 +938,16 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\baccepted\x18\x04 \x01(\v2\x14.phalanx.v1.AcceptedH\x00R\bacceptedB\x05\n" +
 	"\x03msg\"'\n" +
 	"\bAccepted\x12\x1b\n" +
-	"\tdial_addr\x18\x01 \x01(\tR\bdialAddr\"\xd7\x01\n" +
+	"\tdial_addr\x18\x01 \x01(\tR\bdialAddr\"\x8f\x02\n" +
 	"\x05Ready\x12 \n" +
 	"\vconnections\x18\x01 \x01(\x03R\vconnections\x12\x1f\n" +
 	"\vusable_cpus\x18\x02 \x01(\x05R\n" +
 	"usableCpus\x125\n" +
 	"\x06errors\x18\x03 \x03(\v2\x1d.phalanx.v1.Ready.ErrorsEntryR\x06errors\x12\x19\n" +
-	"\bcpu_list\x18\x04 \x01(\tR\acpuList\x1a9\n" +
+	"\bcpu_list\x18\x04 \x01(\tR\acpuList\x126\n" +
+	"\n" +
+	"provenance\x18\x05 \x01(\v2\x16.phalanx.v1.ProvenanceR\n" +
+	"provenance\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8c\x02\n" +
@@ -993,9 +1005,10 @@ var file_phalanx_v1_agent_proto_goTypes = []any{
 	nil,                                 // 13: phalanx.v1.Ready.ErrorsEntry
 	(KeyringOp)(0),                      // 14: phalanx.v1.KeyringOp
 	(*Share)(nil),                       // 15: phalanx.v1.Share
-	(*Histograms)(nil),                  // 16: phalanx.v1.Histograms
-	(*Counters)(nil),                    // 17: phalanx.v1.Counters
-	(*durationpb.Duration)(nil),         // 18: google.protobuf.Duration
+	(*Provenance)(nil),                  // 16: phalanx.v1.Provenance
+	(*Histograms)(nil),                  // 17: phalanx.v1.Histograms
+	(*Counters)(nil),                    // 18: phalanx.v1.Counters
+	(*durationpb.Duration)(nil),         // 19: google.protobuf.Duration
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	14, // 0: phalanx.v1.AgentServiceKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
@@ -1008,21 +1021,22 @@ var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	12, // 7: phalanx.v1.RunResponse.done:type_name -> phalanx.v1.Done
 	9,  // 8: phalanx.v1.RunResponse.accepted:type_name -> phalanx.v1.Accepted
 	13, // 9: phalanx.v1.Ready.errors:type_name -> phalanx.v1.Ready.ErrorsEntry
-	16, // 10: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
-	17, // 11: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
-	18, // 12: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	17, // 13: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	2,  // 14: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	4,  // 15: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	0,  // 16: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
-	3,  // 17: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	8,  // 18: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	1,  // 19: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
-	17, // [17:20] is the sub-list for method output_type
-	14, // [14:17] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	16, // 10: phalanx.v1.Ready.provenance:type_name -> phalanx.v1.Provenance
+	17, // 11: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
+	18, // 12: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
+	19, // 13: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
+	18, // 14: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	2,  // 15: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	4,  // 16: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	0,  // 17: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
+	3,  // 18: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	8,  // 19: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	1,  // 20: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }

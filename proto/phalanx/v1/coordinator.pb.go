@@ -448,10 +448,15 @@ func (x *ListAgentsResponse) GetAgents() []*NodeMeta {
 
 // RunPlanRequest submits a plan.
 type RunPlanRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Plan          *Plan                  `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Plan  *Plan                  `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	// agent_intervals asks for every agent's intervals in the result
+	// (AgentResult.intervals), for per-agent logs (coordctl run --hlog,
+	// --csv-per-agent). Off by default: they multiply the result's size by
+	// about the number of agents.
+	AgentIntervals bool `protobuf:"varint,2,opt,name=agent_intervals,json=agentIntervals,proto3" json:"agent_intervals,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RunPlanRequest) Reset() {
@@ -489,6 +494,13 @@ func (x *RunPlanRequest) GetPlan() *Plan {
 		return x.Plan
 	}
 	return nil
+}
+
+func (x *RunPlanRequest) GetAgentIntervals() bool {
+	if x != nil {
+		return x.AgentIntervals
+	}
+	return false
 }
 
 // RunPlanResponse is the run's acceptance, a progress message or the final
@@ -988,8 +1000,17 @@ type RunResult struct {
 	// agents stop their load on their own when their coordinator is silent
 	// for 2 s.
 	CoordinatorStall *durationpb.Duration `protobuf:"bytes,18,opt,name=coordinator_stall,json=coordinatorStall,proto3" json:"coordinator_stall,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// plan_hash identifies the plan that ran: "sha256:" and the hex SHA-256
+	// of the redacted plan (no credential), body and CA included, in
+	// deterministic protobuf encoding. The same plan gives the same hash
+	// under the same Phalanx version.
+	PlanHash string `protobuf:"bytes,19,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	// coordinator_version and coordinator_commit are the coordinator's build
+	// (internal/version).
+	CoordinatorVersion string `protobuf:"bytes,20,opt,name=coordinator_version,json=coordinatorVersion,proto3" json:"coordinator_version,omitempty"`
+	CoordinatorCommit  string `protobuf:"bytes,21,opt,name=coordinator_commit,json=coordinatorCommit,proto3" json:"coordinator_commit,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
@@ -1146,6 +1167,27 @@ func (x *RunResult) GetCoordinatorStall() *durationpb.Duration {
 		return x.CoordinatorStall
 	}
 	return nil
+}
+
+func (x *RunResult) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
+}
+
+func (x *RunResult) GetCoordinatorVersion() string {
+	if x != nil {
+		return x.CoordinatorVersion
+	}
+	return ""
+}
+
+func (x *RunResult) GetCoordinatorCommit() string {
+	if x != nil {
+		return x.CoordinatorCommit
+	}
+	return ""
 }
 
 // TimelinePoint is interval k of the window, merged across agents: every
@@ -1452,7 +1494,13 @@ type AgentResult struct {
 	Ran    *durationpb.Duration `protobuf:"bytes,18,opt,name=ran,proto3" json:"ran,omitempty"`
 	// rate is the agent's share of the open-loop rate, requests/s (0 in
 	// closed loop).
-	Rate          int64 `protobuf:"varint,19,opt,name=rate,proto3" json:"rate,omitempty"`
+	Rate int64 `protobuf:"varint,19,opt,name=rate,proto3" json:"rate,omitempty"`
+	// provenance describes the agent's host and build, as it sent it in
+	// Ready; absent when it sent none.
+	Provenance *Provenance `protobuf:"bytes,20,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// intervals are the agent's intervals as it sent them, in index order,
+	// when RunPlanRequest.agent_intervals asked for them.
+	Intervals     []*AgentInterval `protobuf:"bytes,21,rep,name=intervals,proto3" json:"intervals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1620,6 +1668,20 @@ func (x *AgentResult) GetRate() int64 {
 	return 0
 }
 
+func (x *AgentResult) GetProvenance() *Provenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
+func (x *AgentResult) GetIntervals() []*AgentInterval {
+	if x != nil {
+		return x.Intervals
+	}
+	return nil
+}
+
 var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
@@ -1647,9 +1709,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\aprimary\x18\x03 \x01(\x05R\aprimary\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
-	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"6\n" +
+	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"_\n" +
 	"\x0eRunPlanRequest\x12$\n" +
-	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\"\xec\x01\n" +
+	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12'\n" +
+	"\x0fagent_intervals\x18\x02 \x01(\bR\x0eagentIntervals\"\xec\x01\n" +
 	"\x0fRunPlanResponse\x122\n" +
 	"\bprogress\x18\x01 \x01(\v2\x14.phalanx.v1.ProgressH\x00R\bprogress\x12/\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.phalanx.v1.RunResultH\x00R\x06result\x125\n" +
@@ -1676,7 +1739,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
 	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
 	"\x05point\x18\a \x01(\v2\x19.phalanx.v1.TimelinePointR\x05point\x120\n" +
-	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xba\x06\n" +
+	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xb7\a\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -1700,7 +1763,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\rstopped_early\x18\x0f \x01(\bR\fstoppedEarly\x12\x18\n" +
 	"\apartial\x18\x10 \x01(\bR\apartial\x12\x18\n" +
 	"\aaborted\x18\x11 \x01(\bR\aaborted\x12F\n" +
-	"\x11coordinator_stall\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10coordinatorStall\"\xde\x03\n" +
+	"\x11coordinator_stall\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10coordinatorStall\x12\x1b\n" +
+	"\tplan_hash\x18\x13 \x01(\tR\bplanHash\x12/\n" +
+	"\x13coordinator_version\x18\x14 \x01(\tR\x12coordinatorVersion\x12-\n" +
+	"\x12coordinator_commit\x18\x15 \x01(\tR\x11coordinatorCommit\"\xde\x03\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -1728,7 +1794,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
 	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"changeSkew\"\x8e\x05\n" +
+	"changeSkew\"\xff\x05\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -1749,7 +1815,11 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x04lost\x18\x10 \x01(\bR\x04lost\x122\n" +
 	"\alost_at\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x06lostAt\x12+\n" +
 	"\x03ran\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x03ran\x12\x12\n" +
-	"\x04rate\x18\x13 \x01(\x03R\x04rate2\x85\x03\n" +
+	"\x04rate\x18\x13 \x01(\x03R\x04rate\x126\n" +
+	"\n" +
+	"provenance\x18\x14 \x01(\v2\x16.phalanx.v1.ProvenanceR\n" +
+	"provenance\x127\n" +
+	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals2\x85\x03\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
@@ -1798,6 +1868,8 @@ var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
 	(*Counters)(nil),              // 24: phalanx.v1.Counters
 	(*Histograms)(nil),            // 25: phalanx.v1.Histograms
+	(*Provenance)(nil),            // 26: phalanx.v1.Provenance
+	(*AgentInterval)(nil),         // 27: phalanx.v1.AgentInterval
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	19, // 0: phalanx.v1.MemberKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
@@ -1838,21 +1910,23 @@ var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	23, // 35: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
 	23, // 36: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
 	23, // 37: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
-	6,  // 38: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	8,  // 39: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	12, // 40: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	2,  // 41: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	0,  // 42: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
-	7,  // 43: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	9,  // 44: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	13, // 45: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	3,  // 46: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	1,  // 47: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
-	43, // [43:48] is the sub-list for method output_type
-	38, // [38:43] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	26, // 38: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
+	27, // 39: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
+	6,  // 40: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	8,  // 41: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	12, // 42: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	2,  // 43: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	0,  // 44: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
+	7,  // 45: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	9,  // 46: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	13, // 47: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	3,  // 48: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	1,  // 49: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
+	45, // [45:50] is the sub-list for method output_type
+	40, // [40:45] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }

@@ -9,6 +9,7 @@ package phalanxv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -296,12 +297,252 @@ func (x *Histograms) GetLateness() []byte {
 	return nil
 }
 
+// Provenance says what produced an agent's measurements, so that a report
+// can be traced to the machine and build behind it. The agent collects it
+// once at start (agent.CollectProvenance) and sends it in Ready.
+type Provenance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// hostname is the agent host's name (os.Hostname).
+	Hostname string `protobuf:"bytes,1,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// kernel is the operating system and kernel release, as uname -sr
+	// prints it ("Linux 6.1.0-18-amd64").
+	Kernel string `protobuf:"bytes,2,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	// cpu_model is the host's CPU model name (/proc/cpuinfo "model name",
+	// else "Hardware" or "CPU part"); empty when unknown.
+	CpuModel string `protobuf:"bytes,3,opt,name=cpu_model,json=cpuModel,proto3" json:"cpu_model,omitempty"`
+	// cpu_count is the number of CPUs online on the host (not the agent's
+	// usable CPUs, which Ready.usable_cpus and cpu_list give).
+	CpuCount int32 `protobuf:"varint,4,opt,name=cpu_count,json=cpuCount,proto3" json:"cpu_count,omitempty"`
+	// go_version is the Go toolchain the agent was built with
+	// (runtime.Version, "go1.26.8"); os_arch its GOOS/GOARCH.
+	GoVersion string `protobuf:"bytes,5,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"`
+	OsArch    string `protobuf:"bytes,6,opt,name=os_arch,json=osArch,proto3" json:"os_arch,omitempty"`
+	// tls_library and tls_library_version name the TLS implementation the
+	// load engine uses: Go's crypto/tls, whose version is the Go version.
+	TlsLibrary        string `protobuf:"bytes,7,opt,name=tls_library,json=tlsLibrary,proto3" json:"tls_library,omitempty"`
+	TlsLibraryVersion string `protobuf:"bytes,8,opt,name=tls_library_version,json=tlsLibraryVersion,proto3" json:"tls_library_version,omitempty"`
+	// agent_version and agent_commit are the agent's build
+	// (internal/version).
+	AgentVersion  string `protobuf:"bytes,9,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	AgentCommit   string `protobuf:"bytes,10,opt,name=agent_commit,json=agentCommit,proto3" json:"agent_commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Provenance) Reset() {
+	*x = Provenance{}
+	mi := &file_phalanx_v1_stats_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Provenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Provenance) ProtoMessage() {}
+
+func (x *Provenance) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_stats_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Provenance.ProtoReflect.Descriptor instead.
+func (*Provenance) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_stats_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Provenance) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *Provenance) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *Provenance) GetCpuModel() string {
+	if x != nil {
+		return x.CpuModel
+	}
+	return ""
+}
+
+func (x *Provenance) GetCpuCount() int32 {
+	if x != nil {
+		return x.CpuCount
+	}
+	return 0
+}
+
+func (x *Provenance) GetGoVersion() string {
+	if x != nil {
+		return x.GoVersion
+	}
+	return ""
+}
+
+func (x *Provenance) GetOsArch() string {
+	if x != nil {
+		return x.OsArch
+	}
+	return ""
+}
+
+func (x *Provenance) GetTlsLibrary() string {
+	if x != nil {
+		return x.TlsLibrary
+	}
+	return ""
+}
+
+func (x *Provenance) GetTlsLibraryVersion() string {
+	if x != nil {
+		return x.TlsLibraryVersion
+	}
+	return ""
+}
+
+func (x *Provenance) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
+}
+
+func (x *Provenance) GetAgentCommit() string {
+	if x != nil {
+		return x.AgentCommit
+	}
+	return ""
+}
+
+// AgentInterval is one agent's interval k as it sent it, kept in the
+// result when the run asked for them (RunPlanRequest.agent_intervals), so
+// that per-agent logs (.hlog, CSV) hold exactly what the agent measured.
+type AgentInterval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// start is the interval's offset from the agent's window start (its own
+	// clock); length its length.
+	Start    *durationpb.Duration `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	Length   *durationpb.Duration `protobuf:"bytes,3,opt,name=length,proto3" json:"length,omitempty"`
+	Requests int64                `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Errors   int64                `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
+	Missed   int64                `protobuf:"varint,6,opt,name=missed,proto3" json:"missed,omitempty"`
+	// latency is the agent's latency histogram of the interval, the bytes
+	// it sent (HdrHistogram V2, uncompressed or compressed; us).
+	Latency []byte `protobuf:"bytes,7,opt,name=latency,proto3" json:"latency,omitempty"`
+	// cpu_time is the agent process's CPU time in the interval.
+	CpuTime       *durationpb.Duration `protobuf:"bytes,8,opt,name=cpu_time,json=cpuTime,proto3" json:"cpu_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentInterval) Reset() {
+	*x = AgentInterval{}
+	mi := &file_phalanx_v1_stats_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentInterval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentInterval) ProtoMessage() {}
+
+func (x *AgentInterval) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_stats_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentInterval.ProtoReflect.Descriptor instead.
+func (*AgentInterval) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_stats_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AgentInterval) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AgentInterval) GetStart() *durationpb.Duration {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *AgentInterval) GetLength() *durationpb.Duration {
+	if x != nil {
+		return x.Length
+	}
+	return nil
+}
+
+func (x *AgentInterval) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *AgentInterval) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *AgentInterval) GetMissed() int64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *AgentInterval) GetLatency() []byte {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+func (x *AgentInterval) GetCpuTime() *durationpb.Duration {
+	if x != nil {
+		return x.CpuTime
+	}
+	return nil
+}
+
 var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\"\xa1\x05\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa1\x05\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -338,7 +579,31 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"tlsResumed\x12\x12\n" +
 	"\x04ttfb\x18\x05 \x01(\fR\x04ttfb\x12!\n" +
 	"\fservice_time\x18\x06 \x01(\fR\vserviceTime\x12\x1a\n" +
-	"\blateness\x18\a \x01(\fR\blatenessB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\blateness\x18\a \x01(\fR\blateness\"\xcb\x02\n" +
+	"\n" +
+	"Provenance\x12\x1a\n" +
+	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x16\n" +
+	"\x06kernel\x18\x02 \x01(\tR\x06kernel\x12\x1b\n" +
+	"\tcpu_model\x18\x03 \x01(\tR\bcpuModel\x12\x1b\n" +
+	"\tcpu_count\x18\x04 \x01(\x05R\bcpuCount\x12\x1d\n" +
+	"\n" +
+	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x17\n" +
+	"\aos_arch\x18\x06 \x01(\tR\x06osArch\x12\x1f\n" +
+	"\vtls_library\x18\a \x01(\tR\n" +
+	"tlsLibrary\x12.\n" +
+	"\x13tls_library_version\x18\b \x01(\tR\x11tlsLibraryVersion\x12#\n" +
+	"\ragent_version\x18\t \x01(\tR\fagentVersion\x12!\n" +
+	"\fagent_commit\x18\n" +
+	" \x01(\tR\vagentCommit\"\xa5\x02\n" +
+	"\rAgentInterval\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
+	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
+	"\x06length\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06length\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x16\n" +
+	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x16\n" +
+	"\x06missed\x18\x06 \x01(\x03R\x06missed\x12\x18\n" +
+	"\alatency\x18\a \x01(\fR\alatency\x124\n" +
+	"\bcpu_time\x18\b \x01(\v2\x19.google.protobuf.DurationR\acpuTimeB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_stats_proto_rawDescOnce sync.Once
@@ -352,23 +617,29 @@ func file_phalanx_v1_stats_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_stats_proto_rawDescData
 }
 
-var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_phalanx_v1_stats_proto_goTypes = []any{
-	(*Counters)(nil),   // 0: phalanx.v1.Counters
-	(*Histograms)(nil), // 1: phalanx.v1.Histograms
-	nil,                // 2: phalanx.v1.Counters.StatusEntry
-	nil,                // 3: phalanx.v1.Counters.ErrorsEntry
-	nil,                // 4: phalanx.v1.Counters.TlsEntry
+	(*Counters)(nil),            // 0: phalanx.v1.Counters
+	(*Histograms)(nil),          // 1: phalanx.v1.Histograms
+	(*Provenance)(nil),          // 2: phalanx.v1.Provenance
+	(*AgentInterval)(nil),       // 3: phalanx.v1.AgentInterval
+	nil,                         // 4: phalanx.v1.Counters.StatusEntry
+	nil,                         // 5: phalanx.v1.Counters.ErrorsEntry
+	nil,                         // 6: phalanx.v1.Counters.TlsEntry
+	(*durationpb.Duration)(nil), // 7: google.protobuf.Duration
 }
 var file_phalanx_v1_stats_proto_depIdxs = []int32{
-	2, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
-	3, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
-	4, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	4, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
+	5, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
+	6, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
+	7, // 3: phalanx.v1.AgentInterval.start:type_name -> google.protobuf.Duration
+	7, // 4: phalanx.v1.AgentInterval.length:type_name -> google.protobuf.Duration
+	7, // 5: phalanx.v1.AgentInterval.cpu_time:type_name -> google.protobuf.Duration
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_stats_proto_init() }
@@ -382,7 +653,7 @@ func file_phalanx_v1_stats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_stats_proto_rawDesc), len(file_phalanx_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
