@@ -313,7 +313,7 @@ func (a *Agent) meta() *pb.NodeMeta {
 	defer a.mu.Unlock()
 	m := &pb.NodeMeta{
 		Role: pb.Role_ROLE_AGENT, Name: a.cfg.Name, GrpcAddr: a.cfg.AdvertiseAddr,
-		Cpus: int32(a.cfg.CPUs), Version: version.Version, State: a.state,
+		Cpus: int32(a.cfg.CPUs), CpuList: a.cfg.CPUList, Version: version.Version, State: a.state,
 		MaxConnections: int64(a.cfg.MaxConnections), MaxRate: a.cfg.MaxRate,
 		GrpcSecurity: wire.SecurityToProto(a.cfg.Security.Mode),
 	}
@@ -643,7 +643,7 @@ func (a *Agent) newEngine(ctx context.Context, share plan.Share, log *slog.Logge
 			log.Warn("share refused: target outside the allowlist", "err", err)
 			return nil, status.Errorf(codes.PermissionDenied, "agent %s refuses the share: %v", a.cfg.Name, err)
 		}
-		return nil, status.Errorf(codes.InvalidArgument, "agent %s: share: %v", a.cfg.Name, err)
+		return nil, status.Errorf(codes.InvalidArgument, "agent %s: %v", a.cfg.Name, err)
 	}
 	return eng, nil
 }

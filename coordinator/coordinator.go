@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -374,7 +373,7 @@ func toStatus(err error) error {
 			}
 			msgs = append(msgs, st.Message())
 		}
-		return status.Error(code, strings.Join(msgs, "; "))
+		return status.Error(code, joinAgentMessages(msgs))
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

@@ -123,7 +123,7 @@ func (rn *run) prepare() error {
 	}
 	if err != nil {
 		if prepCtx.Err() != nil && rn.ctx.Err() == nil {
-			return status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %v", c.cfg.PrepareTimeout, err)
+			return status.Errorf(codes.DeadlineExceeded, "agents not ready within %v: %s", c.cfg.PrepareTimeout, status.Convert(toStatus(err)).Message())
 		}
 		// An agent's Unavailable is never the run's: coordctl takes it for
 		// its coordinator being gone.

@@ -90,13 +90,15 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 // before the start (bad plan, no agents, an agent that cannot reach the
 // target, StopRun while the agents prepare: Canceled) return a nil result
 // and a gRPC status error.
-func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHooks) (*pb.RunResult, error) {
+func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHooks) (res *pb.RunResult, err error) {
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
+		c.logRefused(p, toStatus(err))
 		return nil, toStatus(err)
 	}
 	agents, err := c.selectAgents(p)
 	if err != nil {
+		c.logRefused(p, toStatus(err))
 		return nil, toStatus(err)
 	}
 	defer c.releaseAgents(agents)
@@ -104,6 +106,9 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	rn.keepIntervals = hooks.AgentIntervals
 	defer c.unregister(rn.id)
 	defer rn.close()
+	rn.logStart()
+	began := time.Now()
+	defer func() { rn.logEnd(res, err, began) }()
 	if hooks.Accepted != nil {
 		hooks.Accepted(&pb.RunAccepted{RunId: rn.id, Agents: int32(len(agents))})
 	}

@@ -693,7 +693,7 @@ func (n *netnsTopo) waitAgentsIdle(t *testing.T, coordctl, coordAddr string, nam
 	var res []*regexp.Regexp
 	for i, name := range names {
 		res = append(res, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`\s+`+
-			regexp.QuoteMeta(n.agents[i].ip)+`:7070\s+mutual-tls\s+\d+\s+idle(\s|$)`))
+			regexp.QuoteMeta(n.agents[i].ip)+`:7070\s+mutual-tls\s+\d+\s+\S+\s+idle(\s|$)`))
 	}
 	began := time.Now()
 	deadline := began.Add(netnsReadyTimeout)

@@ -126,7 +126,7 @@ func TestProcNginxCountsMatchAccessLog(t *testing.T) {
 		if i == 2 {
 			allowed = regexp.QuoteMeta("198.18.0.0/15,*.lab.example:443")
 		}
-		if !regexpLine(out, `^`+a.name+`\s+127\.0\.0\.1:\d+\s+\S+\s+\d+\s+idle\s+\S+\s+-\s+-\s+`+allowed+`$`) {
+		if !regexpLine(out, `^`+a.name+`\s+127\.0\.0\.1:\d+\s+\S+\s+\d+\s+-\s+idle\s+\S+\s+-\s+-\s+`+allowed+`$`) {
 			t.Errorf("coordctl agents does not list %s as idle, without caps, with its allowlist:\n%s", a.name, out)
 		}
 	}

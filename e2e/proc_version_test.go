@@ -40,8 +40,8 @@ func TestProcVersion(t *testing.T) {
 	if row == "" {
 		t.Fatalf("coordctl agents lists no proc-agent-1:\n%s", stdout)
 	}
-	// NAME ADDRESS SECURITY CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS
-	if f := strings.Fields(row); len(f) != 9 || f[5] != procVersion {
-		t.Errorf("coordctl agents row %q: want 9 columns, the sixth (VERSION) %q", row, procVersion)
+	// NAME ADDRESS SECURITY CPUS PINNED STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS
+	if f := strings.Fields(row); len(f) != 10 || f[6] != procVersion {
+		t.Errorf("coordctl agents row %q: want 10 columns, the seventh (VERSION) %q", row, procVersion)
 	}
 }

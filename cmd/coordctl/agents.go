@@ -16,7 +16,7 @@ import (
 func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "agents",
-		Short: "List the live agents (name, gRPC address, security, CPUs, state, version, caps, target allowlist)",
+		Short: "List the live agents (name, gRPC address, security, CPUs and those pinned, state, version, caps, target allowlist)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client, closeConn, err := co.dial()
@@ -31,10 +31,10 @@ func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 				return &prefixedError{"coordinator " + co.addr + " unreachable", err}
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tADDRESS\tSECURITY\tCPUS\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")
+			fmt.Fprintln(w, "NAME\tADDRESS\tSECURITY\tCPUS\tPINNED\tSTATE\tVERSION\tMAX-CONNS\tMAX-RATE\tALLOW-TARGETS")
 			for _, a := range resp.GetAgents() {
 				state := strings.ToLower(strings.TrimPrefix(a.GetState().String(), "AGENT_STATE_"))
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), wire.SecurityText(a.GetGrpcSecurity()), a.GetCpus(), state, a.GetVersion(),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.GetName(), a.GetGrpcAddr(), wire.SecurityText(a.GetGrpcSecurity()), a.GetCpus(), pinnedText(a), state, a.GetVersion(),
 					capText(a.GetMaxConnections()), capText(a.GetMaxRate()), allowText(a))
 			}
 			if err := w.Flush(); err != nil {
@@ -46,6 +46,15 @@ func newAgentsCmd(co *coordinatorFlags) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// pinnedText renders the CPUs an agent is pinned to (agent --cpus), as
+// the report's PINNED column: "-" when not pinned.
+func pinnedText(a *pb.NodeMeta) string {
+	if a.GetCpuList() == "" {
+		return "-"
+	}
+	return a.GetCpuList()
 }
 
 // capText renders a cap, "-" for none.

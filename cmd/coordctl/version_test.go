@@ -27,11 +27,11 @@ func TestAgentsShowVersion(t *testing.T) {
 		t.Fatalf("agents: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS SECURITY CPUS STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS" {
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME ADDRESS SECURITY CPUS PINNED STATE VERSION MAX-CONNS MAX-RATE ALLOW-TARGETS" {
 		t.Fatalf("agents output:\n%s", stdout)
 	}
 	f := strings.Fields(lines[1])
-	if len(f) != 9 || f[0] != "agent-1" || f[2] != "insecure" || f[5] != version.Version || f[6] != "-" || f[7] != "-" || f[8] != allow.DefaultSpec {
-		t.Errorf("agents row %q: want agent-1 with version %q, no caps, allowlist %s", lines[1], version.Version, allow.DefaultSpec)
+	if len(f) != 10 || f[0] != "agent-1" || f[2] != "insecure" || f[4] != "-" || f[6] != version.Version || f[7] != "-" || f[8] != "-" || f[9] != allow.DefaultSpec {
+		t.Errorf("agents row %q: want agent-1, not pinned, with version %q, no caps, allowlist %s", lines[1], version.Version, allow.DefaultSpec)
 	}
 }

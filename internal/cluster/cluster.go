@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -115,6 +116,10 @@ type Cluster struct {
 
 	shutdownOnce sync.Once
 	done         chan struct{} // closed by Leave
+
+	// logw is memberlist's log output; Leave tells it the member is
+	// closing (logWriter.closing).
+	logw *logWriter
 }
 
 // New creates the member and binds its gossip port; it contacts no peer
@@ -197,7 +202,8 @@ func New(cfg Config) (*Cluster, error) {
 	mc.Delegate = &delegate{c: c, meta: cfg.Meta, logger: cfg.Logger}
 	mc.Events = &events{c: c}
 	mc.Ping = &pings{c: c}
-	mc.Logger = log.New(newLogWriter(cfg.Logger.With("subsystem", "memberlist"), time.Now), "", 0)
+	c.logw = newLogWriter(cfg.Logger.With("subsystem", "memberlist"), time.Now)
+	mc.Logger = log.New(c.logw, "", 0)
 	if tweakMemberlist != nil {
 		tweakMemberlist(mc)
 	}
@@ -479,6 +485,7 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	var err error
 	c.shutdownOnce.Do(func() {
 		close(c.done)
+		c.logw.closing.Store(true)
 		if lerr := c.ml.Leave(timeout); lerr != nil {
 			err = fmt.Errorf("leave cluster: %w", lerr)
 		}
@@ -602,6 +609,13 @@ type logWriter struct {
 	l   *slog.Logger
 	now func() time.Time
 
+	// closing is set when the member leaves: from then on, memberlist's
+	// warnings and errors about its own sockets being closed (a gossip or
+	// probe still sending while Shutdown closes them: "use of closed
+	// network connection") are logged at DEBUG, so that a clean stop logs
+	// no ERROR.
+	closing atomic.Bool
+
 	mu   sync.Mutex
 	seen map[string]*logRepeat
 }
@@ -635,6 +649,9 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	attrs = append(attrs, keyHint(line)...)
+	if level >= slog.LevelWarn && w.closing.Load() && strings.Contains(line, net.ErrClosed.Error()) {
+		level = slog.LevelDebug
+	}
 	if level >= slog.LevelWarn {
 		w.mu.Lock()
 		r, ok := w.seen[line]

@@ -53,3 +53,20 @@ func TestLogWriterRepeatsAndHints(t *testing.T) {
 		t.Errorf("other warning: %s", lines[1])
 	}
 }
+
+// TestLogWriterClosing: once the member leaves, memberlist's errors about
+// its own closed sockets are logged at DEBUG, so a clean stop logs no
+// ERROR; before, and for other errors, they keep their level.
+func TestLogWriterClosing(t *testing.T) {
+	var buf bytes.Buffer
+	w := newLogWriter(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), time.Now)
+	const closed = "[ERR] memberlist: Failed to send gossip to 127.0.0.1:27949: write udp 127.0.0.1:27948->127.0.0.1:27949: use of closed network connection"
+	_, _ = w.Write([]byte(closed + "\n"))
+	w.closing.Store(true)
+	_, _ = w.Write([]byte(strings.Replace(closed, "27949", "27950", 2) + "\n"))
+	_, _ = w.Write([]byte("[ERR] memberlist: Push/Pull with a2 failed: dial tcp: connection refused\n"))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "level=ERROR") || !strings.Contains(lines[1], "level=DEBUG") || !strings.Contains(lines[2], "level=ERROR") {
+		t.Errorf("levels before and after closing: want ERROR, DEBUG, ERROR:\n%s", buf.String())
+	}
+}

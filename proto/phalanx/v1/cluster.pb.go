@@ -276,7 +276,11 @@ type NodeMeta struct {
 	// grpc_security is how the member's gRPC server is secured (its --tls-*
 	// flags), so that a coordinator sees a member it cannot dial before a
 	// run; UNSPECIFIED from a member that does not gossip it.
-	GrpcSecurity  GrpcSecurity `protobuf:"varint,11,opt,name=grpc_security,json=grpcSecurity,proto3,enum=phalanx.v1.GrpcSecurity" json:"grpc_security,omitempty"`
+	GrpcSecurity GrpcSecurity `protobuf:"varint,11,opt,name=grpc_security,json=grpcSecurity,proto3,enum=phalanx.v1.GrpcSecurity" json:"grpc_security,omitempty"`
+	// cpu_list is the CPUs the agent is pinned to (agent --cpus, taskset -c
+	// syntax as cpuset.Format writes it: "2-15", "0,2,4"), empty when not
+	// pinned; cpus is their count.
+	CpuList       string `protobuf:"bytes,12,opt,name=cpu_list,json=cpuList,proto3" json:"cpu_list,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -388,12 +392,19 @@ func (x *NodeMeta) GetGrpcSecurity() GrpcSecurity {
 	return GrpcSecurity_GRPC_SECURITY_UNSPECIFIED
 }
 
+func (x *NodeMeta) GetCpuList() string {
+	if x != nil {
+		return x.CpuList
+	}
+	return ""
+}
+
 var File_phalanx_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x18phalanx/v1/cluster.proto\x12\n" +
-	"phalanx.v1\"\x99\x03\n" +
+	"phalanx.v1\"\xb4\x03\n" +
 	"\bNodeMeta\x12$\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x10.phalanx.v1.RoleR\x04role\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -406,7 +417,8 @@ const file_phalanx_v1_cluster_proto_rawDesc = "" +
 	"\x0fmax_connections\x18\t \x01(\x03R\x0emaxConnections\x12\x19\n" +
 	"\bmax_rate\x18\n" +
 	" \x01(\x03R\amaxRate\x12=\n" +
-	"\rgrpc_security\x18\v \x01(\x0e2\x18.phalanx.v1.GrpcSecurityR\fgrpcSecurity*B\n" +
+	"\rgrpc_security\x18\v \x01(\x0e2\x18.phalanx.v1.GrpcSecurityR\fgrpcSecurity\x12\x19\n" +
+	"\bcpu_list\x18\f \x01(\tR\acpuList*B\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
