@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/cpuset"
+	"github.com/phalanxload/phalanx/internal/report"
 )
 
 // TestAgentPinsEveryThread starts an agent with --cpus set to one CPU and,
@@ -80,6 +81,7 @@ func TestAgentPinsEveryThread(t *testing.T) {
 			CPUList string `json:"cpu_list"`
 			CPUs    int    `json:"cpus"`
 		} `json:"agents"`
+		Provenance *report.Provenance `json:"provenance"`
 	}
 	b, err := os.ReadFile(jsonFile)
 	if err != nil {
@@ -91,6 +93,29 @@ func TestAgentPinsEveryThread(t *testing.T) {
 	if len(rep.Agents) != 1 || rep.Agents[0].CPUList != pin || rep.Agents[0].CPUs != 1 {
 		t.Fatalf("report agents %+v, want cpu_list %q and 1 cpu", rep.Agents, pin)
 	}
+	// The provenance is the agent process's: this host, its pin map, the
+	// version the binaries were stamped with, the CPUs online (however the
+	// agent is pinned).
+	host, _ := os.Hostname()
+	if pv := rep.Provenance; pv == nil || len(pv.Agents) != 1 || pv.Agents[0].AgentProvenance == nil {
+		t.Fatalf("provenance %+v", pv)
+	}
+	pa := rep.Provenance.Agents[0]
+	online, _ := cpuset.Parse(strings.TrimSpace(readOr(t, "/sys/devices/system/cpu/online")))
+	if pa.CPUList != pin || pa.CPUs != 1 || pa.Hostname != host || pa.AgentVersion != procVersion || pa.AgentCommit != procCommit ||
+		rep.Provenance.CoordinatorVersion != procVersion || (len(online) > 0 && int(pa.CPUCount) != len(online)) || pa.Kernel == "" {
+		t.Errorf("agent provenance %+v (row %+v), want host %q, pin %q, version %q/%q, %d CPUs online", pa.AgentProvenance, pa, host, pin, procVersion, procCommit, len(online))
+	}
+}
+
+// readOr returns file's content, or "" (logged) when it cannot be read.
+func readOr(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Log(err)
+	}
+	return string(b)
 }
 
 func statusField(status, name string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,11 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 	}
 	c := startProcCluster(t, 1)
 
-	jsonFile := filepath.Join(t.TempDir(), "run.json")
+	dir := t.TempDir()
+	jsonFile, hlogFile, csvFile := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.hlog"), filepath.Join(dir, "run.csv")
 	run := startProc(t, "coordctl run", false, procEnv(), procBinary(t, "coordctl"),
-		"--coordinator", c.grpcAddr, "run", "-c", "4", "-d", "60s", "--cacert", caFile, "--json", jsonFile, srv.URL())
+		"--coordinator", c.grpcAddr, "run", "-c", "4", "-d", "60s", "--cacert", caFile, "--json", jsonFile,
+		"--hlog", hlogFile, "--csv", csvFile, srv.URL())
 
 	// The run is under way: the target counts requests and coordctl has
 	// printed the first merged interval ("[  1] ... req/s").
@@ -69,6 +72,25 @@ func TestProcAgentStopsWhenCoordinatorKilled(t *testing.T) {
 		rep.Requests != sum || rep.Requests > at3s || rep.DurationS != float64(len(rep.Timeline)) {
 		t.Errorf("--json: partial %v, coordinator_lost %q, %d intervals, %d requests (intervals sum to %d, target %d), window %vs",
 			rep.Partial, rep.CoordinatorLost, len(rep.Timeline), rep.Requests, sum, at3s, rep.DurationS)
+	}
+
+	// The format files hold the intervals received too: a merged line
+	// (.hlog) and a row (CSV) per interval, the same requests.
+	hlogLines, csvRows, csvRequests := 0, 0, int64(0)
+	for _, line := range strings.Split(readOr(t, hlogFile), "\n") {
+		if line != "" && line[0] >= '0' && line[0] <= '9' {
+			hlogLines++
+		}
+	}
+	for i, line := range strings.Split(strings.TrimSpace(readOr(t, csvFile)), "\n") {
+		if f := strings.Split(line, ","); i > 0 && len(f) > 4 {
+			n, _ := strconv.ParseInt(f[4], 10, 64)
+			csvRows, csvRequests = csvRows+1, csvRequests+n
+		}
+	}
+	if hlogLines != len(rep.Timeline) || csvRows != len(rep.Timeline) || csvRequests != rep.Requests {
+		t.Errorf("after losing the coordinator: %d .hlog lines, %d CSV rows of %d requests; want %d intervals of %d requests",
+			hlogLines, csvRows, csvRequests, len(rep.Timeline), rep.Requests)
 	}
 
 	// The agent survived its coordinator (its cleanup checks that it is

@@ -60,6 +60,17 @@ func (e *lostCoordinator) Unwrap() error { return e.err }
 // in flight unknown (0: issued counts the requests that ended). Errors: a
 // corrupt histogram or counters.
 func (rc *received) report(p *pb.Plan, how string) (*report.Report, error) {
+	run, err := rc.run(p, how)
+	if err != nil {
+		return nil, err
+	}
+	return report.Build(run)
+}
+
+// run is the partial report's model (report's), which the format files
+// (--hgrm, --hlog, --csv) are written from: latency only, merged intervals
+// only.
+func (rc *received) run(p *pb.Plan, how string) (*report.Run, error) {
 	pl := wire.PlanFromProto(p)
 	run := &report.Run{
 		ID: rc.runID, Target: pl.URL, Load: pl.Load, Connections: int64(pl.Connections),
@@ -91,5 +102,5 @@ func (rc *received) report(p *pb.Plan, how string) (*report.Report, error) {
 	for _, l := range rc.lost {
 		run.LostAgents = append(run.LostAgents, report.LostAgent{Name: l.GetAgent(), Error: l.GetError(), LostAtS: l.GetAt().AsDuration().Seconds()})
 	}
-	return report.Build(run)
+	return run, nil
 }

@@ -114,11 +114,18 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if errors.As(err, &lc) {
 				// Report what was received: nothing measured is lost.
 				how := describe(lc.err)
-				rep, rerr := rc.report(pp, how)
+				run, rerr := rc.run(pp, how)
+				var rep *report.Report
+				if rerr == nil {
+					rep, rerr = report.Build(run)
+				}
 				if rerr != nil {
 					return fmt.Errorf("%s; no partial report: %w", how, rerr)
 				}
 				if werr := writeReport(cmd, rep, f.latency, out); werr != nil {
+					return werr
+				}
+				if werr := files.write(run); werr != nil {
 					return werr
 				}
 				return &exitError{exitCoordinatorLost, fmt.Errorf("%s: partial report of run %s from the %d intervals received (%.2fs)",
