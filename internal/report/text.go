@@ -20,6 +20,7 @@ type TextOptions struct {
 // WriteText writes r in wrk's layout, extended with the cluster's lines.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
+	r.writeWarnings(p)
 	switch {
 	case r.PlanRequests > 0:
 		p.f("Running %d-request test @ %s\n", r.PlanRequests, r.Target)
