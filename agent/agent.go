@@ -64,11 +64,13 @@ type Config struct {
 	// port 0 picks a free port. Default cluster.DefaultBindAddr
 	// ("0.0.0.0:7946"); zero means the default.
 	GossipAddr string
-	// Join lists gossip addresses (host:port) of members to join. The agent
-	// retries until one answers; afterwards it rejoins any of them that is
-	// not a live member (a restarted coordinator, say) every
-	// RejoinInterval. Default (and zero): none, the agent waits to be
-	// joined.
+	// Join lists the members to join: gossip addresses (host:port), DNS
+	// names standing for every address they resolve to, or
+	// cluster.SRVScheme SRV records (cluster.Cluster.Join). The agent
+	// retries until one answers; afterwards, every RejoinInterval, it
+	// resolves them again and rejoins any address that is not a live
+	// member (a restarted coordinator, a replaced pod). Default (and zero):
+	// none, the agent waits to be joined.
 	Join []string
 	// RejoinInterval is how often the agent checks that the Join members
 	// are live and rejoins those that are not; failed rejoins back off up

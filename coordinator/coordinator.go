@@ -43,7 +43,9 @@ type Config struct {
 	// port 0 picks a free port. Default cluster.DefaultBindAddr
 	// ("0.0.0.0:7946"); zero means the default.
 	GossipAddr string
-	// Join lists gossip addresses (host:port) of members to join. Default
+	// Join lists the members to join, as agent.Config.Join: gossip
+	// addresses, DNS names (every address each resolves to) or
+	// cluster.SRVScheme records, resolved again at every rejoin. Default
 	// (and zero): none, agents join the coordinator instead.
 	Join []string
 	// GossipKeyFile names the gossip key file (cluster.ReadKeyFile's

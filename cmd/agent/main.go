@@ -140,7 +140,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT (the coordinator connects here)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cfg.AdvertiseAddr, "gRPC address to advertise, when --grpc-addr's host is 0.0.0.0 (default: the gossip address's host)")
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (TCP and UDP)")
-	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...] (retried until one answers, then rejoined whenever one is not a live member, e.g. a restarted coordinator)")
+	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "cluster members to join, HOST:PORT[,...]: a DNS name joins every address it resolves to, dns+srv://NAME every target of an SRV record (retried until one answers, then resolved again and rejoined whenever an address is not a live member, e.g. a restarted coordinator or a replaced pod)")
 	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cfg.RejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique agent name (default: host name and gRPC port)")
 	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")

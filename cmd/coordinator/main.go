@@ -68,7 +68,7 @@ func newCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address HOST:PORT for coordctl")
 	f.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "memberlist gossip address HOST:PORT (agents --join this)")
-	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gossip addresses of cluster members to join, HOST:PORT[,...]")
+	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "cluster members to join, HOST:PORT[,...]: a DNS name joins every address it resolves to, dns+srv://NAME every target of an SRV record (resolved again at every rejoin)")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique member name in the cluster's gossip (default: coordinator-HOSTNAME)")
 	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")

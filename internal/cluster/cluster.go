@@ -65,6 +65,17 @@ type Config struct {
 	// when it left. It runs under memberlist's lock (its event delivery):
 	// it must not block nor call into the Cluster. Default: none.
 	OnMember func(name string, m *pb.NodeMeta)
+	// DeadNodeReclaimTime is how long after a member was found dead its
+	// name may come back from another address (a Kubernetes StatefulSet pod
+	// rescheduled after its node failed keeps its name and gets a new
+	// address); before that memberlist refuses it as a conflicting address
+	// (memberlist's Config.DeadNodeReclaimTime; a member that left is
+	// replaceable at once). Default (and zero): DeadNodeReclaimLAN with LAN
+	// timings, as Consul sets it, DeadNodeReclaimLocal otherwise.
+	DeadNodeReclaimTime time.Duration
+	// Resolver looks up the seeds given as DNS names (Join, KeepJoined).
+	// Default (and nil): net.DefaultResolver.
+	Resolver Resolver
 }
 
 // DefaultLabel is Config.Label's default.
@@ -73,6 +84,12 @@ const DefaultLabel = "phalanx"
 // DefaultBindAddr is Config.BindAddr's default: every address, on
 // memberlist's default port.
 const DefaultBindAddr = "0.0.0.0:7946"
+
+// Config.DeadNodeReclaimTime's defaults, with LAN and local timings.
+const (
+	DeadNodeReclaimLAN   = 30 * time.Second
+	DeadNodeReclaimLocal = time.Second
+)
 
 // DefaultRejoinInterval is Config.RejoinInterval's default.
 const DefaultRejoinInterval = 5 * time.Second
@@ -140,6 +157,9 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.RejoinInterval <= 0 {
 		cfg.RejoinInterval = DefaultRejoinInterval
 	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
 	host, portStr, err := net.SplitHostPort(cfg.BindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("gossip address %q: %w", cfg.BindAddr, err)
@@ -153,6 +173,13 @@ func New(cfg Config) (*Cluster, error) {
 		mc = memberlist.DefaultLANConfig()
 	}
 	mc.Name = cfg.Name
+	if cfg.DeadNodeReclaimTime <= 0 {
+		cfg.DeadNodeReclaimTime = DeadNodeReclaimLocal
+		if cfg.LAN {
+			cfg.DeadNodeReclaimTime = DeadNodeReclaimLAN
+		}
+	}
+	mc.DeadNodeReclaimTime = cfg.DeadNodeReclaimTime
 	mc.BindAddr = host
 	mc.BindPort = port
 	mc.AdvertisePort = port
@@ -240,35 +267,56 @@ func (c *Cluster) Addr() string { return c.addr }
 // Label returns the cluster label in use (Config.Label, defaulted).
 func (c *Cluster) Label() string { return c.cfg.Label }
 
-// Join contacts the given members, retrying every second until at least one
-// answers or ctx ends. It returns the number of members contacted.
-func (c *Cluster) Join(ctx context.Context, addrs []string) (int, error) {
-	if len(addrs) == 0 {
+// Join contacts the given seeds, retrying every second until at least one
+// member answers or ctx ends. A seed is "[name/]host[:port]" or SRVScheme
+// and a record name; a DNS name stands for every address it resolves to
+// (an A/AAAA lookup, or the SRV record's targets and ports), each joined,
+// and is resolved again at every retry. It returns the number of members
+// contacted.
+func (c *Cluster) Join(ctx context.Context, seeds []string) (int, error) {
+	if len(seeds) == 0 {
 		return 0, nil
 	}
 	for {
-		n, err := c.ml.Join(addrs)
-		if n > 0 {
-			return n, nil
+		addrs, rerr := c.resolveSeeds(ctx, seeds)
+		var n int
+		var err error
+		if len(addrs) > 0 {
+			n, err = c.ml.Join(addrs)
 		}
-		err = flatten(err)
-		c.cfg.Logger.Warn("join cluster: retrying", append([]any{"addrs", addrs, "err", err}, keyHint(fmt.Sprint(err))...)...)
+		switch {
+		case n > 0 && rerr != nil:
+			c.cfg.Logger.Warn("joined cluster, but some seeds did not resolve", "joined", n, "err", flatten(rerr))
+			return n, nil
+		case n > 0:
+			return n, nil
+		case rerr != nil && err != nil:
+			err = fmt.Errorf("%w; %w", flatten(rerr), flatten(err))
+		case rerr != nil:
+			err = flatten(rerr)
+		default:
+			err = flatten(err)
+		}
+		c.cfg.Logger.Warn("join cluster: retrying", append([]any{"addrs", seeds, "resolved", addrs, "err", err}, keyHint(fmt.Sprint(err))...)...)
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("join cluster at %v: %w", addrs, err)
+			return 0, fmt.Errorf("join cluster at %v: %w", seeds, err)
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-// KeepJoined keeps this member joined to seeds (the addresses given to
-// Join) until ctx ends or the member leaves. Every RejoinInterval it joins
-// again, with memberlist.Join, each seed that is not a live member, so that
-// a seed which restarted (a coordinator, say) learns the cluster again; a
-// seed's failed rejoins back off, doubling up to MaxRejoinBackoff. It also
-// joins at once any member seen to have restarted under the same name
-// before it was found dead: such a member answers probes but has forgotten
-// the cluster. Call it after Join succeeds.
+// KeepJoined keeps this member joined to seeds (as given to Join) until ctx
+// ends or the member leaves. Every RejoinInterval it resolves each seed
+// again and joins, with memberlist.Join, each of its addresses that is not
+// a live member: so a seed which restarted (a coordinator, say) learns the
+// cluster again, and a name whose addresses changed (a Kubernetes pod
+// replaced behind a headless Service) is followed to its new address. An
+// address's failed joins (or a seed's failed lookups) back off, doubling up
+// to MaxRejoinBackoff. It also joins at once any member seen to have
+// restarted under the same name before it was found dead: such a member
+// answers probes but has forgotten the cluster. Call it after Join
+// succeeds.
 func (c *Cluster) KeepJoined(ctx context.Context, seeds []string) {
 	interval := c.cfg.RejoinInterval
 	maxWait := max(interval, MaxRejoinBackoff)
@@ -277,13 +325,43 @@ func (c *Cluster) KeepJoined(ctx context.Context, seeds []string) {
 		skip    int           // ticks to let pass before it
 		failing bool
 	}
-	retry := make(map[string]*backoff, len(seeds))
-	for _, s := range seeds {
-		retry[s] = &backoff{wait: interval}
+	// retry holds the backoff of each address joined (and each seed
+	// looked up, under "lookup " and its text), pruned to those of the
+	// last round.
+	retry := map[string]*backoff{}
+	get := func(key string) *backoff {
+		b, ok := retry[key]
+		if !ok {
+			b = &backoff{wait: interval}
+			retry[key] = b
+		}
+		return b
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	tick := false
+	// due reports whether b's next attempt is now (counting down the
+	// ticks to skip); fail records a failed attempt and logs it, at warn
+	// level when b starts failing and debug after.
+	due := func(b *backoff) bool {
+		if b.skip > 0 {
+			if tick {
+				b.skip--
+			}
+			return false
+		}
+		return true
+	}
+	fail := func(b *backoff, msg string, args ...any) {
+		level := slog.LevelDebug
+		if !b.failing {
+			level = slog.LevelWarn
+		}
+		ticks := int((b.wait + interval - 1) / interval)
+		b.skip, b.failing = ticks-1, true
+		c.cfg.Logger.Log(ctx, level, msg, append(args, "next_in", time.Duration(ticks)*interval)...)
+		b.wait = min(2*b.wait, maxWait)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -296,32 +374,44 @@ func (c *Cluster) KeepJoined(ctx context.Context, seeds []string) {
 			tick = true
 		}
 		live, restarted := c.rejoinState()
+		seen := map[string]bool{}
 		for _, s := range seeds {
-			b := retry[s]
-			if c.seedLive(ctx, s, live) {
-				*b = backoff{wait: interval}
+			lookup := "lookup " + s
+			seen[lookup] = true
+			lb := get(lookup)
+			if !due(lb) {
 				continue
 			}
-			if b.skip > 0 {
-				if tick {
-					b.skip--
+			addrs, err := c.resolveSeed(ctx, s)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
 				}
+				fail(lb, "rejoin cluster: seed does not resolve; retrying", "seed", s, "err", flatten(err))
 				continue
 			}
-			if n, err := c.ml.Join([]string{s}); n > 0 {
-				c.cfg.Logger.Info("rejoined cluster: seed was not a live member", "seed", s)
-				*b = backoff{wait: interval}
-			} else {
-				// Warn when a seed starts failing; later attempts log at
-				// debug.
-				level := slog.LevelDebug
-				if !b.failing {
-					level = slog.LevelWarn
+			*lb = backoff{wait: interval}
+			for _, a := range addrs {
+				seen[a] = true
+				b := get(a)
+				if addrLive(a, live) {
+					*b = backoff{wait: interval}
+					continue
 				}
-				ticks := int((b.wait + interval - 1) / interval)
-				b.skip, b.failing = ticks-1, true
-				c.cfg.Logger.Log(ctx, level, "rejoin cluster: seed is not a live member; retrying", "seed", s, "err", flatten(err), "next_in", time.Duration(ticks)*interval)
-				b.wait = min(2*b.wait, maxWait)
+				if !due(b) {
+					continue
+				}
+				if n, err := c.ml.Join([]string{a}); n > 0 {
+					c.cfg.Logger.Info("rejoined cluster: seed was not a live member", "seed", s, "addr", a)
+					*b = backoff{wait: interval}
+				} else {
+					fail(b, "rejoin cluster: seed is not a live member; retrying", "seed", s, "addr", a, "err", flatten(err))
+				}
+			}
+		}
+		for key := range retry {
+			if !seen[key] {
+				delete(retry, key)
 			}
 		}
 		for name, addr := range restarted {
@@ -362,39 +452,19 @@ func (c *Cluster) rejoinState() (live map[string]bool, restarted map[string]stri
 	return live, restarted
 }
 
-// seedLive reports whether seed ("[name/]host[:port]", as memberlist.Join
-// takes it) resolves to the address of a live member.
-func (c *Cluster) seedLive(ctx context.Context, seed string, live map[string]bool) bool {
-	if _, after, ok := strings.Cut(seed, "/"); ok {
-		seed = after
-	}
-	host, port, err := net.SplitHostPort(seed)
-	if err != nil { // no port: memberlist uses this member's port
-		_, ownPort, _ := net.SplitHostPort(c.addr)
-		host, port = strings.Trim(seed, "[]"), ownPort
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return live[net.JoinHostPort(ip.String(), port)]
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return false // Join reports the failure
-	}
-	for _, ip := range ips {
-		if live[net.JoinHostPort(ip.IP.String(), port)] {
-			return true
-		}
-	}
-	return false
-}
-
 // flatten returns err on one line: go-multierror (memberlist.Join's
-// errors) formats its errors as an indented, multi-line list.
+// errors) formats its errors as an indented, multi-line list, errors.Join
+// (resolveSeeds') one per line.
 func flatten(err error) error {
 	if err == nil {
 		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok && strings.Contains(err.Error(), "\n") { // errors.Join
+		var msgs []string
+		for _, e := range joined.Unwrap() {
+			msgs = append(msgs, flatten(e).Error())
+		}
+		return &flatError{msg: strings.Join(msgs, "; "), err: err}
 	}
 	var multi interface{ WrappedErrors() []error }
 	if errors.As(err, &multi) {
