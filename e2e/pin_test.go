@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,15 @@ func TestAgentPinsEveryThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	pin := cpuset.Format(allowed[len(allowed)-1:]) // the last allowed CPU
+	testAgentPinned(t, nil, pin, "--cpus", pin)
+}
 
+// testAgentPinned starts an agent with args under the command wrap (none,
+// or taskset and its arguments), runs a load through it and checks that
+// every one of its threads is allowed on exactly the set pin, and that the
+// report gives pin as its pin map with one CPU per pinned CPU.
+func testAgentPinned(t *testing.T, wrap []string, pin string, args ...string) {
+	t.Helper()
 	srv, ca := startTarget(t)
 	caFile, _, _, err := ca.WriteFiles(t.TempDir())
 	if err != nil {
@@ -36,9 +46,10 @@ func TestAgentPinsEveryThread(t *testing.T) {
 	}
 	c := startProcCoordinator(t)
 	ports := freePorts(t, 2)
-	a := startProc(t, "pinned-agent", true, procEnv(), procBinary(t, "agent"),
+	argv := append(append(wrap, procBinary(t, "agent"),
 		"--grpc-addr", loopback(ports[0]), "--gossip-addr", loopback(ports[1]),
-		"--join", c.gossipAddr, "--name", "pinned-agent", "--local", "--cpus", pin)
+		"--join", c.gossipAddr, "--name", "pinned-agent", "--local"), args...)
+	a := startProc(t, "pinned-agent", true, procEnv(), argv[0], argv[1:]...)
 	if err := waitUntil(procReadyTimeout, a, func(ctx context.Context) error { return c.agentsIdle(ctx, "pinned-agent") }); err != nil {
 		t.Fatalf("agent not ready: %v\n%s", err, a.describe())
 	}
@@ -90,8 +101,12 @@ func TestAgentPinsEveryThread(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Agents) != 1 || rep.Agents[0].CPUList != pin || rep.Agents[0].CPUs != 1 {
-		t.Fatalf("report agents %+v, want cpu_list %q and 1 cpu", rep.Agents, pin)
+	set, err := cpuset.Parse(pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Agents) != 1 || rep.Agents[0].CPUList != pin || rep.Agents[0].CPUs != len(set) {
+		t.Fatalf("report agents %+v, want cpu_list %q and %d cpus", rep.Agents, pin, len(set))
 	}
 	// The provenance is the agent process's: this host, its pin map, the
 	// version the binaries were stamped with, the CPUs online (however the
@@ -125,4 +140,59 @@ func statusField(status, name string) string {
 		}
 	}
 	return ""
+}
+
+// tasksetPin returns taskset's path and a CPU of this process's set that
+// narrows it (the last allowed CPU), skipping when the machine has a single
+// CPU online, so that no set can be narrower.
+func tasksetPin(t *testing.T) (taskset string, pin int) {
+	t.Helper()
+	allowed, err := cpuset.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online) < 2 {
+		t.Skipf("one CPU online (%s): no narrower set to start the agent in", cpuset.Format(online))
+	}
+	// taskset is util-linux's, which Debian installs everywhere.
+	taskset, err = exec.LookPath("taskset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return taskset, allowed[len(allowed)-1]
+}
+
+// TestAgentInheritsCPUSet: an agent started inside a cpuset (taskset -c, as
+// a container's cpuset or the kubelet's static CPU manager leaves it) and
+// given no --cpus keeps every thread on that set, sizes its workers to it
+// and reports it as its pin map.
+func TestAgentInheritsCPUSet(t *testing.T) {
+	taskset, pin := tasksetPin(t)
+	set := strconv.Itoa(pin)
+	testAgentPinned(t, []string{taskset, "-c", set}, set)
+}
+
+// TestAgentRefusesCPUsOutsideItsSet: inside a cpuset, --cpus naming a CPU
+// outside it is refused at start, naming the CPU and the usable list.
+func TestAgentRefusesCPUsOutsideItsSet(t *testing.T) {
+	taskset, pin := tasksetPin(t)
+	other := pin - 1 // another CPU online (tasksetPin took the last allowed)
+	if other < 0 {
+		other = pin + 1
+	}
+	ports := freePorts(t, 2)
+	a := startProc(t, "agent", false, procEnv(), taskset, "-c", strconv.Itoa(pin), procBinary(t, "agent"),
+		"--grpc-addr", loopback(ports[0]), "--gossip-addr", loopback(ports[1]), "--local", "--cpus", strconv.Itoa(other))
+	code, ok := a.Wait(procReadyTimeout)
+	if !ok || code != 1 {
+		t.Fatalf("agent --cpus %d inside cpuset %d: exit %d (exited: %v), want 1\n%s", other, pin, code, ok, a.describe())
+	}
+	want := fmt.Sprintf("agent: --cpus %d: CPU %d is not available; this process may use %d\n", other, other, pin)
+	if a.Stderr() != want {
+		t.Errorf("stderr = %q, want %q", a.Stderr(), want)
+	}
 }

@@ -88,6 +88,16 @@ func newCommand() *cobra.Command {
 				cfg.CPUs = len(set)
 				cfg.CPUList = cpuset.Format(set)
 				log.Info("pinned to cpus", "cpu_list", cfg.CPUList, "workers", cfg.CPUs)
+			} else if set, narrowed, err := cpuset.Inherited(); err != nil {
+				log.Warn("cpu affinity unknown; reporting the agent unpinned", "err", err)
+			} else if narrowed {
+				// Started in a cpuset (taskset, docker --cpuset-cpus, the
+				// kubelet's static CPU manager): every thread is pinned to
+				// it already; report it. GOMAXPROCS (so the workers) is
+				// Go's default: the set's size, or the cgroup's CPU limit
+				// when lower.
+				cfg.CPUList = cpuset.Format(set)
+				log.Info("pinned to the cpu set it was started in", "cpu_list", cfg.CPUList, "workers", cfg.CPUs)
 			}
 			cfg.LAN = !local
 			cfg.Logger = log
@@ -143,7 +153,7 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "cluster members to join, HOST:PORT[,...]: a DNS name joins every address it resolves to, dns+srv://NAME every target of an SRV record (retried until one answers, then resolved again and rejoined whenever an address is not a live member, e.g. a restarted coordinator or a replaced pod)")
 	f.DurationVar(&cfg.RejoinInterval, "rejoin-interval", cfg.RejoinInterval, "how often to check that the --join members are live and rejoin those that are not (failed rejoins back off to "+cluster.MaxRejoinBackoff.String()+")")
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique agent name (default: host name and gRPC port)")
-	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4 (default: all the process may use)")
+	f.StringVar(&cpus, "cpus", "", "pin load generation to these CPUs, e.g. 2-15 or 0,2,4, within those the process may use (default: all the process may use; a set it was started in, by taskset or a container's cpuset, is reported as its pin map)")
 	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")

@@ -132,3 +132,39 @@ func PinProcess(cpus []int) error {
 	}
 	return nil
 }
+
+// onlineFile lists the CPUs the kernel has online (Linux sysfs, CPU list
+// syntax); a variable so that tests can point it elsewhere.
+var onlineFile = "/sys/devices/system/cpu/online"
+
+// Online returns the CPUs the kernel has online, sorted (Linux's
+// /sys/devices/system/cpu/online). Inside a container it lists the host's
+// CPUs, which Allowed may narrow.
+func Online() ([]int, error) {
+	b, err := os.ReadFile(onlineFile)
+	if err != nil {
+		return nil, fmt.Errorf("online cpus: %w", err)
+	}
+	cpus, err := Parse(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("online cpus: %s: %w", onlineFile, err)
+	}
+	return cpus, nil
+}
+
+// Inherited returns the CPUs this process may run on (Allowed) and whether
+// that set was narrowed by whoever started it: a CPU online (Online) that
+// it may not use, as taskset, a cgroup cpuset (docker --cpuset-cpus), or
+// the kubelet's static CPU manager leave it. A process so started is
+// pinned to the set already: every thread inherits it.
+func Inherited() (cpus []int, narrowed bool, err error) {
+	allowed, err := Allowed()
+	if err != nil {
+		return nil, false, err
+	}
+	online, err := Online()
+	if err != nil {
+		return nil, false, err
+	}
+	return allowed, Check(online, allowed) != nil, nil
+}

@@ -144,3 +144,42 @@ func TestPinProcessRejectsUnavailable(t *testing.T) {
 		t.Errorf("affinity changed to %s by a rejected PinProcess", Format(after))
 	}
 }
+
+// TestInherited: a process whose affinity lacks an online CPU was started
+// in a narrowed set; one allowed every online CPU was not. The online list
+// is a file the test writes (the host's may equal this process's set).
+func TestInherited(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	allowed, err := Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := onlineFile
+	t.Cleanup(func() { onlineFile = orig })
+	for _, tc := range []struct {
+		online   string
+		narrowed bool
+		err      string
+	}{
+		{online: Format(allowed) + "\n", narrowed: false},
+		{online: Format(append(append([]int{}, allowed...), allowed[len(allowed)-1]+1)) + "\n", narrowed: true},
+		{online: "zero\n", err: "online cpus: "},
+	} {
+		onlineFile = filepath.Join(t.TempDir(), "online")
+		if err := os.WriteFile(onlineFile, []byte(tc.online), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, narrowed, err := Inherited()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), onlineFile) {
+				t.Errorf("Inherited() with online %q = %v, %v, %v; want an error naming %s", tc.online, got, narrowed, err, onlineFile)
+			}
+			continue
+		}
+		if err != nil || narrowed != tc.narrowed || !reflect.DeepEqual(got, allowed) {
+			t.Errorf("Inherited() with online %q = %v, %v, %v; want %v, %v", tc.online, got, narrowed, err, allowed, tc.narrowed)
+		}
+	}
+}
