@@ -26,13 +26,16 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/phalanxload/phalanx/internal/version.Version=$(VERSION) \
 	-X github.com/phalanxload/phalanx/internal/version.Commit=$(COMMIT)
 
-.PHONY: help build test test-cases test-netns test-short fuzz demo proto tools lint check bench bench-profile bench-memory clean
+.PHONY: help build release test test-cases test-netns test-short fuzz demo proto tools lint check bench bench-profile bench-memory clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build agent, coordinator and coordctl into ./bin, stamped with VERSION and COMMIT
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent ./cmd/coordinator ./cmd/coordctl
+
+release: ## cross-build static binaries (linux amd64, arm64) stamped with VERSION and COMMIT into dist/: a tarball per platform (bin/, README, systemd units) and SHA256SUMS
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' OUT='$(CURDIR)/dist' bash deploy/release.sh
 
 test: ## run every test with the race detector (NGINX e2e tests need nginx installed)
 	go test -race -count=1 ./...
@@ -104,4 +107,4 @@ bench-memory: ## the agent's RSS over 10 million keep-alive requests (BENCH_RSS_
 	BENCH_RSS_REQUESTS=$${BENCH_RSS_REQUESTS:-10000000} bash bench/run.sh
 
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

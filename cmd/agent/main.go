@@ -56,6 +56,12 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version.String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Every flag may come from its PHALANX_ variable (the
+			// command line wins), as the systemd unit's EnvironmentFile
+			// gives them.
+			if err := daemon.BindEnv(cmd.Flags(), daemon.FlagNames(cmd.Flags())...); err != nil {
+				return daemon.Usage(err)
+			}
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
 				return daemon.Usage(err)
@@ -68,9 +74,6 @@ func newCommand() *cobra.Command {
 			}
 			if cfg.MaxRate < 0 {
 				return daemon.Usage(fmt.Errorf("--max-rate %d: want 0 (no cap) or more requests/s", cfg.MaxRate))
-			}
-			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
-				return daemon.Usage(err)
 			}
 			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
 			if cfg.Security, err = daemon.LoadSecurity(security.RoleAgent, tlsFiles, insecure); err != nil {
@@ -161,7 +164,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&allowSpec, "allow-targets", cfg.AllowTargets.String(), "targets this agent may load, comma-separated: CIDRs (198.18.0.0/15), addresses (127.0.0.1, [::1]:8443), host names (host.example:443) and domain wildcards (*.lab.example); checked on the address dialled, after resolution, before any packet (README, Allowlists and caps)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "refuse a share that would open more connections on this agent (0: no cap)")
 	f.Int64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "refuse a share above this rate on this agent, requests/s, and any closed-loop share (0: no cap)")
-	// The gossip flags are read from the environment too.
+	// Origins of the credential and gossip flags (every flag is read from
+	// the environment: daemon.FlagNames).
 	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
 	return cmd

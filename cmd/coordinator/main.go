@@ -42,11 +42,14 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version.String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := daemon.Logger(logLevel)
-			if err != nil {
+			// Every flag may come from its PHALANX_ variable (the
+			// command line wins), as the systemd unit's EnvironmentFile
+			// gives them.
+			if err := daemon.BindEnv(cmd.Flags(), daemon.FlagNames(cmd.Flags())...); err != nil {
 				return daemon.Usage(err)
 			}
-			if err := daemon.BindEnv(cmd.Flags(), secFlags...); err != nil {
+			log, err := daemon.Logger(logLevel)
+			if err != nil {
 				return daemon.Usage(err)
 			}
 			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
@@ -74,7 +77,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	// The gossip flags are read from the environment too.
+	// Origins of the credential and gossip flags (every flag is read from
+	// the environment: daemon.FlagNames).
 	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")
 	return cmd
 }

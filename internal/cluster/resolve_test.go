@@ -99,10 +99,11 @@ func sharedPortMembers(t *testing.T, n int) ([]*Cluster, string) {
 // The new member joins no one itself and push/pull (15 s) is far off, so
 // only the rejoin can find it.
 func TestJoinNameOfThreeAddresses(t *testing.T) {
-	testJoinNameReplaced(t, func(c *Cluster) {
+	testJoinNameReplaced(t, func(c, coord *Cluster) {
 		if err := c.Leave(time.Second); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, "coordinator to see agent-3 leave", func() bool { return !has(coord, "agent-3") })
 	})
 }
 
@@ -110,10 +111,24 @@ func TestJoinNameOfThreeAddresses(t *testing.T) {
 // old agent-3 is killed (its node failed) and found dead: its name comes
 // back from the new address after DeadNodeReclaimTime.
 func TestJoinNameReplacedAfterDeath(t *testing.T) {
-	testJoinNameReplaced(t, func(c *Cluster) { crash(t, c) })
+	testJoinNameReplaced(t, func(c, coord *Cluster) {
+		crash(t, c)
+		// Suspicion lasts up to SuspicionMaxTimeoutMult (6) times its
+		// minimum without other members' confirmations: about 13 s with
+		// local timings and four members.
+		deadline := time.Now().Add(30 * time.Second)
+		for has(coord, "agent-3") {
+			if time.Now().After(deadline) {
+				t.Fatal("30 s after agent-3 died, the coordinator still lists it")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 }
 
-func testJoinNameReplaced(t *testing.T, stop func(*Cluster)) {
+// testJoinNameReplaced runs TestJoinNameOfThreeAddresses with stop ending
+// the old agent-3 and waiting until coord no longer lists it.
+func testJoinNameReplaced(t *testing.T, stop func(c, coord *Cluster)) {
 	agents, port := sharedPortMembers(t, 3)
 	r := newFakeResolver()
 	r.set("agents.phalanx.test", "127.0.0.2", "127.0.0.3", "127.0.0.4")
@@ -132,8 +147,7 @@ func testJoinNameReplaced(t *testing.T, stop func(*Cluster)) {
 		return has(coord, "agent-1") && has(coord, "agent-2") && has(coord, "agent-3")
 	})
 
-	stop(agents[2])
-	waitFor(t, "coordinator to see agent-3 go", func() bool { return !has(coord, "agent-3") })
+	stop(agents[2], coord)
 	replaced := memberAt(t, "agent-3", pb.Role_ROLE_AGENT, net.JoinHostPort("127.0.0.5", port))
 	lookups := r.count("agents.phalanx.test")
 	r.set("agents.phalanx.test", "127.0.0.2", "127.0.0.3", "127.0.0.5")

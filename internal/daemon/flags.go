@@ -50,6 +50,20 @@ func BindEnv(fs *pflag.FlagSet, names ...string) error {
 	return nil
 }
 
+// FlagNames returns the names of fs's flags but help and version, for
+// BindEnv: every daemon flag can be set from the environment, so that a
+// systemd EnvironmentFile, docker run --env-file or a Kubernetes pod's env
+// can carry a daemon's whole configuration.
+func FlagNames(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && f.Name != "version" {
+			names = append(names, f.Name)
+		}
+	})
+	return names
+}
+
 // envAnnotation marks a flag BindEnv set from the environment; its value
 // is the variable's name.
 const envAnnotation = "phalanx-env"

@@ -53,3 +53,29 @@ func TestBindEnv(t *testing.T) {
 		t.Errorf("EnvName(tls-ca) = %q", got)
 	}
 }
+
+// TestFlagNamesBindsSlices: every flag but help and version is named, and
+// a list flag bound from its variable takes the variable's list in place
+// of its default (PHALANX_JOIN="a:1,b:2" for --join).
+func TestFlagNamesBindsSlices(t *testing.T) {
+	t.Setenv("PHALANX_JOIN", "agents.example:7946,10.0.0.1:7946")
+	t.Setenv("PHALANX_LOCAL", "true")
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	join := fs.StringSlice("join", []string{"default:1"}, "")
+	local := fs.Bool("local", false, "")
+	fs.Bool("help", false, "")
+	fs.Bool("version", false, "")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	names := FlagNames(fs)
+	if strings.Join(names, " ") != "join local" {
+		t.Errorf("FlagNames = %v, want [join local]", names)
+	}
+	if err := BindEnv(fs, names...); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(*join, " ") != "agents.example:7946 10.0.0.1:7946" || !*local {
+		t.Errorf("--join %v, --local %v; want the environment's two seeds and true", *join, *local)
+	}
+}
