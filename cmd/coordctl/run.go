@@ -33,6 +33,7 @@ type runFlags struct {
 	caFile      string
 	agents      int
 	jsonFile    string
+	htmlFile    string
 
 	requests    int64
 	warmup      wrkDuration
@@ -72,6 +73,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 		Example: `  coordctl run -c50 -d10s --latency https://127.0.0.1:8443/
   coordctl run -c 750 -d 1m -H 'Accept-Encoding: br' --json out.json https://target.example/
   coordctl run -R 20000 -c 200 -d 1m --latency https://target.example/
+  coordctl run -R 5000 -d 10m --html report.html https://target.example/
   coordctl run plan.yaml -d 30s          # flags override the plan file's fields
   coordctl run plan.yaml https://127.0.0.1:8443/   # the plan against this URL (mix paths kept)`,
 		Args: runArgs,
@@ -90,6 +92,11 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				return err
 			}
 			defer files.discard()
+			htmlOut, err := openHTMLOutput(f.htmlFile)
+			if err != nil {
+				return err
+			}
+			defer htmlOut.discard()
 			client, closeConn, err := co.dial()
 			if err != nil {
 				return err
@@ -128,6 +135,9 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				if werr := files.write(run); werr != nil {
 					return werr
 				}
+				if werr := htmlOut.writeHTML(run, rep); werr != nil {
+					return werr
+				}
 				return &exitError{exitCoordinatorLost, fmt.Errorf("%s: partial report of run %s from the %d intervals received (%.2fs)",
 					how, rep.RunID, len(rep.Timeline), rep.DurationS)}
 			}
@@ -152,6 +162,9 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if err := files.write(run); err != nil {
 				return err
 			}
+			if err := htmlOut.writeHTML(run, rep); err != nil {
+				return err
+			}
 			if rep.Partial {
 				return &exitError{exitPartial, notWhole(rep)}
 			}
@@ -174,6 +187,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
+	fl.StringVar(&f.htmlFile, "html", "", "also write the report as one self-contained HTML page (timeline, percentile spectra, agents; opens offline) to this file")
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")

@@ -227,11 +227,18 @@ const (
 )
 
 // valueFromIndex returns the lowest value of counts index i.
-func valueFromIndex(i int64) int64 {
-	bucket := (i >> subBucketHalfCountMagnitude) - 1
-	sub := (i & (subBucketHalfCount - 1)) + subBucketHalfCount
+func valueFromIndex(i int64) int64 { return IndexLowest(i, subBucketHalfCountMagnitude) }
+
+// IndexLowest returns the lowest value of counts index i in HdrHistogram's
+// bucket layout for lowest value 1 and a sub-bucket half count of
+// 2^halfMagnitude (10 for this package's 3 significant digits, 7 for 2):
+// HdrHistogram's valueFromIndex.
+func IndexLowest(i int64, halfMagnitude int) int64 {
+	half := int64(1) << halfMagnitude
+	bucket := (i >> halfMagnitude) - 1
+	sub := (i & (half - 1)) + half
 	if bucket < 0 {
-		sub -= subBucketHalfCount
+		sub -= half
 		bucket = 0
 	}
 	return sub << bucket

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/phalanxload/phalanx/internal/report"
+)
+
+// TestRunHTML runs a 2-agent run with --html and --json: the page's data
+// block holds the run's report (the JSON's requests, agents and timeline)
+// and its interval histograms hold every response of the window.
+func TestRunHTML(t *testing.T) {
+	env := newTestEnv(t, 2)
+	dir := t.TempDir()
+	htmlFile, jsonFile := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.json")
+	code, _, stderr := runCLI("--coordinator", env.coord, "run", "-c4", "-d1", "--interval", "250ms", "--cacert", env.caFile,
+		"--json", jsonFile, "--html", htmlFile, env.url)
+	if code != 0 {
+		t.Fatalf("coordctl run --html: exit %d: %s", code, stderr)
+	}
+	var rep report.Report
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(htmlFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open = `<script type="application/json" id="phalanx-data">`
+	s := string(page)
+	i := strings.Index(s, open)
+	if i < 0 {
+		t.Fatalf("%s has no data block", htmlFile)
+	}
+	s = s[i+len(open):]
+	var d report.HTMLData
+	if err := json.Unmarshal([]byte(s[:strings.Index(s, "</script>")]), &d); err != nil {
+		t.Fatalf("data block: %v", err)
+	}
+	if d.Run.RunID != rep.RunID || d.Run.Requests != rep.Requests || rep.Requests == 0 || len(d.Run.AgentRows) != 2 || len(d.Timeline.Requests) != len(rep.Timeline) {
+		t.Fatalf("data block run %s, %d requests, %d agents, %d intervals; want the JSON report's %s, %d, 2, %d",
+			d.Run.RunID, d.Run.Requests, len(d.Run.AgentRows), len(d.Timeline.Requests), rep.RunID, rep.Requests, len(rep.Timeline))
+	}
+	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for k, pairs := range cols {
+		var in int64
+		for j := 1; j < len(pairs); j += 2 {
+			in += pairs[j]
+		}
+		if in != rep.Timeline[k].Requests {
+			t.Errorf("interval %d: page histogram holds %d responses, the report %d", k, in, rep.Timeline[k].Requests)
+		}
+		n += in
+	}
+	if n != rep.Requests {
+		t.Errorf("page interval histograms hold %d responses, want the report's %d", n, rep.Requests)
+	}
+}
+
+// TestRunHTMLStdout: --html - is a usage error (the page never goes to
+// stdout), before any run.
+func TestRunHTMLStdout(t *testing.T) {
+	code, _, stderr := runCLI("--coordinator", "127.0.0.1:1", "run", "-c1", "-d1", "--html", "-", "https://127.0.0.1:1/")
+	if code != 2 || !strings.Contains(stderr, "--html: give a file name") {
+		t.Errorf("--html -: exit %d, %q; want a usage error naming --html", code, stderr)
+	}
+}

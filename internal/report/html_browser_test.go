@@ -1,0 +1,476 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/performance"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
+)
+
+// synth describes a synthetic run: Intervals intervals of Step, Agents
+// agents, PerInterval responses per interval (all agents), open loop in 3
+// stages, latencies lognormal around 800 µs with a day's swing; the
+// intervals in [SpikeFrom, SpikeTo) (fractions of the run) are 4 times
+// slower. Decoded keeps each interval's full histogram (as RunFromProto
+// does); without it only the encodings are kept, which a day of intervals
+// needs (a full histogram is 229 KB).
+type synth struct {
+	Intervals, Agents, PerInterval int
+	Step                           time.Duration
+	SpikeFrom, SpikeTo             float64
+	Decoded                        bool
+}
+
+func (s synth) run(tb testing.TB) *report.Run {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(7, 8))
+	window := time.Duration(s.Intervals) * s.Step
+	rate := float64(s.PerInterval) / s.Step.Seconds()
+	run := &report.Run{
+		ID: "20261201T120000Z-5e7a1c", Target: "https://127.0.0.1:8443/", Load: plan.OpenLoop,
+		Connections: 64, PlanDuration: window, StartedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Window: window,
+		OnAgentLoss: "abort", Histograms: hist.NewSet(), StartSkew: 180 * time.Microsecond,
+	}
+	third := window / 3
+	for i := range 3 { // a ramp from 0 to the rate, then two stages at it
+		from := int64(rate)
+		if i == 0 {
+			from = 0
+		}
+		run.Stages = append(run.Stages, report.StageRun{Index: int32(i), Start: time.Duration(i) * third, Duration: third,
+			TargetFrom: from, TargetTo: int64(rate), Latency: hist.New()})
+	}
+	iv := hist.New()
+	for i := range s.Intervals {
+		iv.Reset()
+		start := time.Duration(i) * s.Step
+		st := &run.Stages[min(int(start/third), 2)]
+		frac := float64(i) / float64(s.Intervals)
+		scale := 800 * (1 + 0.4*math.Sin(2*math.Pi*frac))
+		if frac >= s.SpikeFrom && frac < s.SpikeTo {
+			scale *= 4
+		}
+		for range s.PerInterval {
+			us := int64(scale*math.Exp(0.35*rng.NormFloat64())) + 1
+			iv.RecordMicros(us)
+			run.Histograms.Latency.RecordMicros(us)
+			st.Latency.RecordMicros(us)
+			run.Histograms.Service.RecordMicros(max(us-int64(rng.IntN(40)), 1))
+			run.Histograms.Lateness.RecordMicros(1 + int64(rng.ExpFloat64()*8))
+		}
+		pt := report.Interval{Index: int32(i), Start: start, Length: s.Step, Requests: int64(s.PerInterval),
+			Errors: int64(rng.IntN(3)), TargetRPS: rate, Agents: int32(s.Agents), LatencyV2: iv.EncodeV2()}
+		if st.Index == 0 {
+			pt.TargetRPS = rate * (start.Seconds() + s.Step.Seconds()/2) / third.Seconds()
+		}
+		st.Counts.Requests += pt.Requests
+		if err := st.Counts.AddStatus(200, pt.Requests); err != nil {
+			tb.Fatal(err)
+		}
+		for a := range s.Agents {
+			pt.CPUBusy = append(pt.CPUBusy, 0.3+0.1*float64(a)+0.15*math.Sin(2*math.Pi*frac+float64(a)))
+		}
+		if s.Decoded {
+			h := hist.New()
+			if err := h.Merge(iv); err != nil {
+				tb.Fatal(err)
+			}
+			pt.Latency = h
+		}
+		run.Timeline = append(run.Timeline, pt)
+		run.Counts.Requests += pt.Requests
+	}
+	for range 200 {
+		run.Histograms.Connect.RecordMicros(40 + int64(rng.IntN(60)))
+		run.Histograms.TLSFull.RecordMicros(900 + int64(rng.IntN(400)))
+		run.Histograms.TLSResumed.RecordMicros(300 + int64(rng.IntN(100)))
+		run.Histograms.TTFB.RecordMicros(500 + int64(rng.ExpFloat64()*300))
+	}
+	c := &run.Counts
+	c.BytesRead, c.ConnectionsOpened, c.HandshakesFull, c.HandshakesResumed = c.Requests*870, 64, 48, 16
+	if err := c.AddStatus(200, c.Requests); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.AddError("timeout", 3); err != nil {
+		tb.Fatal(err)
+	}
+	c.Issued = c.Requests + 3
+	c.TLS = map[string]int64{"version:TLS 1.3": 64, "cipher:TLS_AES_128_GCM_SHA256": 64, "group:X25519MLKEM768": 64, "alpn:h2": 64}
+	for a := range s.Agents {
+		run.Agents = append(run.Agents, report.AgentRun{
+			Name: fmt.Sprintf("agent-%d", a+1), Connections: 64 / int64(s.Agents), Requests: c.Requests / int64(s.Agents),
+			CPUTime: time.Duration(float64(window) * 0.35 * 4), CPUs: 4, CPUList: fmt.Sprintf("%d-%d", 4*a, 4*a+3),
+			ClockOffset: time.Duration(a*37) * time.Microsecond, RTT: 90 * time.Microsecond,
+			StartOffset: time.Duration(a*60) * time.Microsecond, Rate: int64(rate) / int64(s.Agents),
+		})
+	}
+	return run
+}
+
+// writePage writes run's HTML report to dir/name and returns its path.
+func writePage(tb testing.TB, run *report.Run, dir, name string) string {
+	tb.Helper()
+	rep, err := report.Build(run)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, run, rep, report.HTMLOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// chromium returns the browser to test the page in: Debian's chromium
+// (installed by .ci/run). Without one the test is skipped, unless
+// PHALANX_REQUIRE_CHROMIUM=1 (CI) makes that a failure.
+func chromium(tb testing.TB) string {
+	tb.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("PHALANX_REQUIRE_CHROMIUM") == "1" {
+		tb.Fatal("no chromium in PATH and PHALANX_REQUIRE_CHROMIUM=1 (apt-get install chromium)")
+	}
+	tb.Skip("no chromium in PATH (apt-get install chromium; PHALANX_REQUIRE_CHROMIUM=1 makes this a failure)")
+	return ""
+}
+
+// browserPage is one tab of a headless Chromium with the page loaded, and
+// what the page logged and requested.
+type browserPage struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	console  []string // errors and warnings: console calls, exceptions, log entries
+	errors   int
+	requests []string // every URL the page asked for but the page itself
+}
+
+// openBrowserPage starts Chromium (headless, no sandbox, no GPU, no
+// background networking), opens the page file and waits until its script
+// says it is ready (or has failed). The browser stops at the test's end.
+func openBrowserPage(tb testing.TB, file string) *browserPage {
+	tb.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium(tb)), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true),
+		chromedp.WindowSize(1280, 1000), chromedp.UserDataDir(tb.TempDir()))
+	ctx, cancel := chromedp.NewContext(alloc)
+	tb.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // start the browser and its tab
+		tb.Fatalf("start chromium: %v", err)
+	}
+	url := "file://" + file
+	p := &browserPage{ctx: ctx}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				p.console = append(p.console, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
+				if e.Type != runtime.ConsoleAPICalledTypeWarning {
+					p.errors++
+				}
+			}
+		case *runtime.EventExceptionThrown:
+			p.console = append(p.console, "exception: "+e.ExceptionDetails.Text+" "+describe(e.ExceptionDetails.Exception))
+			p.errors++
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning {
+				p.console = append(p.console, fmt.Sprintf("log %s %s: %s %s", e.Entry.Level, e.Entry.Source, e.Entry.Text, e.Entry.URL))
+				if e.Entry.Level == cdplog.EntryLevelError {
+					p.errors++
+				}
+			}
+		case *network.EventRequestWillBeSent:
+			if e.Request.URL != url {
+				p.requests = append(p.requests, e.Request.URL)
+			}
+		}
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, performance.Enable, performance.EnableParams{})
+		return err
+	}), chromedp.Navigate(url)); err != nil {
+		tb.Fatalf("open %s: %v", url, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.phalanx && (window.phalanx.ready || window.phalanx.errors.length > 0)`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		tb.Fatalf("page never got ready: %v (console: %v)", err, p.log())
+	}
+	return p
+}
+
+func describe(o *runtime.RemoteObject) string {
+	if o == nil {
+		return ""
+	}
+	return o.Description
+}
+
+func (p *browserPage) log() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.console...)
+}
+
+// eval evaluates a JavaScript expression (promises awaited) into T.
+func eval[T any](tb testing.TB, p *browserPage, expr string) T {
+	tb.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// pageState is what the test reads from the page after its scripts ran.
+type pageState struct {
+	Errors  []string         `json:"errors"`
+	Ink     map[string]int   `json:"ink"`
+	Series  map[string][]int `json:"series"`
+	Summary string           `json:"summary"`
+	Agents  string           `json:"agents"`
+	Source  string           `json:"source"`
+	Timing  map[string]float64
+}
+
+// stateJS measures, for each chart, the coloured pixels of its canvas (the
+// grid and axes are grey: a coloured pixel is a drawn series) and, per
+// series, its points that are not null.
+const stateJS = `(() => {
+  const ink = (id) => {
+    const c = document.querySelector('#' + id + ' canvas');
+    if (!c || !c.width) return -1;
+    const g = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < g.length; i += 4) {
+      if (g[i + 3] > 0 && (Math.abs(g[i] - g[i + 1]) > 40 || Math.abs(g[i + 1] - g[i + 2]) > 40)) n++;
+    }
+    return n;
+  };
+  const series = {};
+  for (const [k, u] of Object.entries(phalanx.charts)) series[k] = u.data.slice(1).map((s) => s.filter((v) => v != null).length);
+  return {
+    errors: phalanx.errors,
+    ink: { timeline: ink('timeline-chart'), spectrum: ink('spectrum-chart'), phases: ink('phases-chart'), cpu: ink('cpu-chart') },
+    series, summary: document.getElementById('summary').innerText, agents: document.getElementById('agents').innerText,
+    source: document.getElementById('spectrum-source').textContent, timing: phalanx.timing,
+  };
+})()`
+
+// TestHTMLReportInBrowser opens an open-loop, 3-agent run's report in
+// headless Chromium: no console error, no network request, every chart
+// drawn (coloured pixels on each canvas, every series with points), the
+// summary and agent tables filled, a screenshot written to the test's
+// artifact directory (go test -artifacts keeps it); then a mouse drag
+// across the timeline recomputes the spectrum from that range's interval
+// histograms, as the Go side merges them.
+func TestHTMLReportInBrowser(t *testing.T) {
+	s := synth{Intervals: 120, Agents: 3, PerInterval: 2000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.6, Decoded: true}
+	run := s.run(t)
+	dir := t.ArtifactDir()
+	file := writePage(t, run, dir, "report.html")
+	p := openBrowserPage(t, file)
+
+	st := eval[pageState](t, p, stateJS)
+	if len(st.Errors) > 0 || p.errors > 0 {
+		t.Errorf("page errors %v; console %v", st.Errors, p.log())
+	}
+	if len(p.requests) > 0 {
+		t.Errorf("the page made network requests: %v", p.requests)
+	}
+	for name, n := range st.Ink {
+		if n < 200 {
+			t.Errorf("chart %s: %d coloured pixels, want a drawn series (>= 200)", name, n)
+		}
+	}
+	wantSeries := map[string]int{"timeline": 8, "spectrum": 3, "phases": 4, "cpu": 3}
+	for name, want := range wantSeries {
+		pts := st.Series[name]
+		if len(pts) != want {
+			t.Errorf("chart %s: %d series, want %d", name, len(pts), want)
+		}
+		for i, n := range pts {
+			if n == 0 {
+				t.Errorf("chart %s: series %d has no point", name, i+1)
+			}
+		}
+	}
+	if pts := st.Series["timeline"]; len(pts) > 0 && pts[0] != s.Intervals {
+		t.Errorf("timeline p50: %d points, want all %d intervals (no downsampling below 1500)", pts[0], s.Intervals)
+	}
+	for _, want := range []string{"240,000 requests in 2m", "requests/s", "latency p99", "timeout", "TLS_AES_128_GCM_SHA256", "X25519MLKEM768"} {
+		if !strings.Contains(st.Summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, st.Summary)
+		}
+	}
+	for _, want := range []string{"agent-3", "8-11", "Start skew", "180us"} {
+		if !strings.Contains(st.Agents, want) {
+			t.Errorf("agents section lacks %q:\n%s", want, st.Agents)
+		}
+	}
+	if !strings.HasPrefix(st.Source, "Whole window: 240,000 responses") {
+		t.Errorf("spectrum source = %q, want the whole window's 240,000 responses", st.Source)
+	}
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot is not a PNG (%d bytes)", len(png))
+	}
+	shot := filepath.Join(dir, "report.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page %s, screenshot %s (%d bytes)", file, shot, len(png))
+
+	// Drag across the timeline's middle: the slow intervals.
+	type rect struct{ Left, Top, Width, Height float64 }
+	box := eval[rect](t, p, `(() => { const o = document.querySelector('#timeline-chart .u-over'); o.scrollIntoView({block: 'center'});
+		const r = o.getBoundingClientRect(); return {left: r.left, top: r.top, width: r.width, height: r.height}; })()`)
+	y := box.Top + box.Height/2
+	x0, x1 := box.Left+0.52*box.Width, box.Left+0.58*box.Width
+	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MouseMoved, x0, y), chromedp.MouseEvent(chromedp.MousePressed, x0, y, chromedp.ButtonLeft, chromedp.ClickCount(1))}
+	for k := 1; k <= 10; k++ {
+		steps = append(steps, chromedp.MouseEvent(chromedp.MouseMoved, x0+(x1-x0)*float64(k)/10, y, chromedp.ButtonLeft, func(p *input.DispatchMouseEventParams) { p.Buttons = 1 }))
+	}
+	steps = append(steps, chromedp.MouseEvent(chromedp.MouseReleased, x1, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	if err := chromedp.Do(p.ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+	type spectrum struct {
+		Source  string
+		Range   []int
+		Latency struct{ Count, P50, P99, Max int64 }
+	}
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`!!(phalanx.spectrum && phalanx.spectrum.range)`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the drag selected no range: %v (console %v)", err, p.log())
+	}
+	got := eval[spectrum](t, p, `phalanx.spectrum`)
+	if len(got.Range) != 2 || got.Range[0] < 60 || got.Range[1] > 71 || got.Range[1] <= got.Range[0] {
+		t.Fatalf("selected intervals %v, want one inside the slow intervals 60-71", got.Range)
+	}
+	rep, err := report.Build(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := report.BuildHTMLData(run, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := hdrhistogram.New(1, hist.HighestUs, 2)
+	for i := got.Range[0]; i <= got.Range[1]; i++ {
+		for j := 0; j < len(cols[i]); j += 2 {
+			if err := want.RecordValues(cols[i][j], cols[i][j+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wantSum := int64(0)
+	for i := got.Range[0]; i <= got.Range[1]; i++ {
+		wantSum += run.Timeline[i].Latency.Count()
+	}
+	if got.Latency.Count != wantSum || want.TotalCount() != wantSum {
+		t.Errorf("range %v: %d responses, want %d (the intervals' histograms)", got.Range, got.Latency.Count, wantSum)
+	}
+	if got.Latency.P50 != want.ValueAtPercentile(50) || got.Latency.P99 != want.ValueAtPercentile(99) || got.Latency.Max != want.Max() {
+		t.Errorf("range %v: p50 %d, p99 %d, max %d; want hdrhistogram-go's %d, %d, %d of the merged intervals",
+			got.Range, got.Latency.P50, got.Latency.P99, got.Latency.Max, want.ValueAtPercentile(50), want.ValueAtPercentile(99), want.Max())
+	}
+	if whole := run.Histograms.Latency.ValueAtPercentile(50); got.Latency.P50 < 2*whole {
+		t.Errorf("range p50 %d µs is not the slow range's (whole window p50 %d µs)", got.Latency.P50, whole)
+	}
+	if !strings.HasPrefix(got.Source, "Selected ") {
+		t.Errorf("spectrum source = %q, want the selected range", got.Source)
+	}
+	if st := eval[pageState](t, p, stateJS); st.Ink["spectrum"] < 200 || len(st.Errors) > 0 || p.errors > 0 {
+		t.Errorf("after the selection: spectrum %d coloured pixels, errors %v, console %v", st.Ink["spectrum"], st.Errors, p.log())
+	}
+}
+
+// BenchmarkHTMLDayInBrowser opens the report of a synthetic 24-hour,
+// 3-agent open-loop run at 1 s intervals (86 400 intervals, 3000
+// responses each) in headless Chromium and reports the page's script
+// time until every chart is drawn (script-ms: Chromium's ScriptDuration),
+// the page's own time to ready (ready-ms), the wall time from the
+// navigation to ready, the file's load and parse included (load-ms), the inflating and indexing of
+// the interval histograms after the first paint (intervals-ms), a
+// whole-day range selection (select-ms) and the file's size (html-MB).
+// The goal is script-ms under 2000. Run it with
+// go test -run '^$' -bench HTMLDayInBrowser -benchtime 1x ./internal/report/
+func BenchmarkHTMLDayInBrowser(b *testing.B) {
+	chromium(b)
+	s := synth{Intervals: 86400, Agents: 3, PerInterval: 3000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.51}
+	run := s.run(b)
+	file := writePage(b, run, b.TempDir(), "day.html")
+	fi, err := os.Stat(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		p := openBrowserPage(b, file)
+		m, err := chromedp.Run(p.ctx, func(ctx context.Context, t *chromedp.Target) (performance.GetMetricsResult, error) {
+			return cdp.Call(ctx, t, performance.GetMetrics, cdp.Empty{})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var script float64
+		for _, mm := range m.Metrics {
+			if mm.Name == "ScriptDuration" {
+				script = mm.Value * 1000
+			}
+		}
+		if p.errors > 0 {
+			b.Fatalf("console errors: %v", p.log())
+		}
+		timing := eval[map[string]float64](b, p, `(async () => { await phalanx.selectRange(0, 1e12); return phalanx.timing; })()`)
+		b.ReportMetric(script, "script-ms")
+		b.ReportMetric(timing["readyMs"], "ready-ms")
+		b.ReportMetric(timing["sinceNavigationMs"], "load-ms")
+		b.ReportMetric(timing["intervalsMs"], "intervals-ms")
+		b.ReportMetric(timing["selectMs"], "select-ms")
+		b.ReportMetric(float64(fi.Size())/1e6, "html-MB")
+	}
+}
