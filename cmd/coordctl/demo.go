@@ -12,6 +12,7 @@ import (
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -24,6 +25,7 @@ func newDemoCmd() *cobra.Command {
 		connections int
 		duration    = wrkDuration(5 * time.Second)
 		jsonFile    string
+		formats     formatFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -39,6 +41,11 @@ test against the target, and prints the merged report.`,
 				return err
 			}
 			defer jsonOut.discard()
+			files, err := formats.open()
+			if err != nil {
+				return err
+			}
+			defer files.discard()
 			ctx := cmd.Context()
 			out := cmd.ErrOrStderr()
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -80,16 +87,25 @@ test against the target, and prints the merged report.`,
 				Accepted: view.accepted,
 				Progress: view.interval,
 				Lost:     func(l *pb.AgentLost) { printLoss(view, l, wire.PlanToProto(p).GetOnAgentLoss()) },
+
+				AgentIntervals: formats.agentIntervals(),
 			})
 			view.done()
 			if err != nil {
 				return err
 			}
-			rep, err := wire.ReportFromResult(res)
+			run, err := wire.RunFromProto(res)
+			if err != nil {
+				return err
+			}
+			rep, err := report.Build(run)
 			if err != nil {
 				return err
 			}
 			if err := writeReport(cmd, rep, true, jsonOut); err != nil {
+				return err
+			}
+			if err := files.write(run); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",
@@ -105,5 +121,6 @@ test against the target, and prints the merged report.`,
 	fl.IntVarP(&connections, "connections", "c", 20, "connections, total")
 	fl.VarP(&duration, "duration", "d", "measurement window")
 	fl.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
+	formats.register(fl)
 	return cmd
 }
