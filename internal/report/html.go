@@ -54,6 +54,9 @@ type HTMLData struct {
 	View   string `json:"view"`
 	// Run is the run's report without its timeline (Timeline holds it).
 	Run *Report `json:"run"`
+	// Warnings are the report's (Report.Warnings): what a reader must know
+	// before trusting its figures.
+	Warnings []string `json:"warnings,omitempty"`
 	// Timeline is the run's timeline as columns, one entry per interval.
 	Timeline HTMLTimeline `json:"timeline"`
 	// Spectra holds the whole window's histograms for the percentile
@@ -86,6 +89,11 @@ type HTMLTimeline struct {
 	P999Us            []int64     `json:"p999_us"`
 	MaxUs             []int64     `json:"max_us"`
 	CPUBusy           [][]float64 `json:"cpu_busy"`
+	// AgentRequests has, when the result kept the agents' own intervals
+	// (coordctl run --hlog or --csv-per-agent), one series per agent of
+	// its responses in each interval (0 where it sent none); absent
+	// otherwise.
+	AgentRequests [][]int64 `json:"agent_requests,omitempty"`
 }
 
 // HTMLSpectra holds whole-window histograms as flat [value, count, value,
@@ -128,7 +136,7 @@ type HTMLIntervals struct {
 func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	summary := *rep
 	summary.Timeline = nil
-	d := &HTMLData{Format: HTMLFormat, View: "run", Run: &summary}
+	d := &HTMLData{Format: HTMLFormat, View: "run", Run: &summary, Warnings: rep.Warnings()}
 	n := len(run.Timeline)
 	t := &d.Timeline
 	t.StartS, t.DurationS, t.RPS = make([]float64, n), make([]float64, n), make([]float64, n)
@@ -140,6 +148,21 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	t.CPUBusy = make([][]float64, agents)
 	for a := range t.CPUBusy {
 		t.CPUBusy[a] = make([]float64, n)
+	}
+	if hasAgentIntervals(run) {
+		pos := make(map[int32]int, n)
+		for i, pt := range run.Timeline {
+			pos[pt.Index] = i
+		}
+		t.AgentRequests = make([][]int64, len(run.Agents))
+		for a, ag := range run.Agents {
+			t.AgentRequests[a] = make([]int64, n)
+			for _, iv := range ag.Intervals {
+				if i, ok := pos[iv.Index]; ok {
+					t.AgentRequests[a][i] += iv.Requests
+				}
+			}
+		}
 	}
 	var dec hist.Decoder
 	var s hist.Sparse

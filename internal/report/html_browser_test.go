@@ -40,6 +40,9 @@ type synth struct {
 	Step                           time.Duration
 	SpikeFrom, SpikeTo             float64
 	Decoded                        bool
+	// AgentIntervals keeps each agent's own intervals (a third of each
+	// merged one's responses) and gives the agents a provenance.
+	AgentIntervals bool
 }
 
 func (s synth) run(tb testing.TB) *report.Run {
@@ -118,12 +121,24 @@ func (s synth) run(tb testing.TB) *report.Run {
 	c.Issued = c.Requests + 3
 	c.TLS = map[string]int64{"version:TLS 1.3": 64, "cipher:TLS_AES_128_GCM_SHA256": 64, "group:X25519MLKEM768": 64, "alpn:h2": 64}
 	for a := range s.Agents {
-		run.Agents = append(run.Agents, report.AgentRun{
+		var pr *report.AgentProvenance
+		var ivs []report.AgentInterval
+		if s.AgentIntervals {
+			pr = &report.AgentProvenance{Hostname: fmt.Sprintf("load-%d", a+1), Kernel: "Linux 6.1.0-18-amd64", CPUModel: "AMD EPYC 7763 64-Core Processor",
+				CPUCount: 16, GoVersion: "go1.26.8", OSArch: "linux/amd64", TLSLibrary: "crypto/tls", TLSLibraryVersion: "go1.26.8", AgentVersion: "v0.9.0"}
+			for _, pt := range run.Timeline {
+				ivs = append(ivs, report.AgentInterval{Index: pt.Index, Start: pt.Start, Length: pt.Length, Requests: pt.Requests / int64(s.Agents)})
+			}
+		}
+		run.Agents = append(run.Agents, report.AgentRun{Provenance: pr, Intervals: ivs,
 			Name: fmt.Sprintf("agent-%d", a+1), Connections: 64 / int64(s.Agents), Requests: c.Requests / int64(s.Agents),
 			CPUTime: time.Duration(float64(window) * 0.35 * 4), CPUs: 4, CPUList: fmt.Sprintf("%d-%d", 4*a, 4*a+3),
 			ClockOffset: time.Duration(a*37) * time.Microsecond, RTT: 90 * time.Microsecond,
 			StartOffset: time.Duration(a*60) * time.Microsecond, Rate: int64(rate) / int64(s.Agents),
 		})
+	}
+	if s.AgentIntervals {
+		run.Provenance = report.RunProvenance{PlanHash: "sha256:3f1c0ffee", CoordinatorVersion: "v0.9.0", CoordinatorCommit: "1a2b3c4d5e6f7a8b"}
 	}
 	return run
 }
@@ -287,7 +302,7 @@ const stateJS = `(() => {
   for (const [k, u] of Object.entries(phalanx.charts)) series[k] = u.data.slice(1).map((s) => s.filter((v) => v != null).length);
   return {
     errors: phalanx.errors,
-    ink: { timeline: ink('timeline-chart'), spectrum: ink('spectrum-chart'), phases: ink('phases-chart'), cpu: ink('cpu-chart') },
+    ink: { timeline: ink('timeline-chart'), spectrum: ink('spectrum-chart'), phases: ink('phases-chart'), cpu: ink('cpu-chart'), agentRPS: ink('agent-rps-chart') },
     series, summary: document.getElementById('summary').innerText, agents: document.getElementById('agents').innerText,
     source: document.getElementById('spectrum-source').textContent, timing: phalanx.timing,
   };
@@ -301,7 +316,7 @@ const stateJS = `(() => {
 // across the timeline recomputes the spectrum from that range's interval
 // histograms, as the Go side merges them.
 func TestHTMLReportInBrowser(t *testing.T) {
-	s := synth{Intervals: 120, Agents: 3, PerInterval: 2000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.6, Decoded: true}
+	s := synth{Intervals: 120, Agents: 3, PerInterval: 2000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.6, Decoded: true, AgentIntervals: true}
 	run := s.run(t)
 	dir := t.ArtifactDir()
 	file := writePage(t, run, dir, "report.html")
@@ -319,7 +334,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			t.Errorf("chart %s: %d coloured pixels, want a drawn series (>= 200)", name, n)
 		}
 	}
-	wantSeries := map[string]int{"timeline": 8, "spectrum": 3, "phases": 4, "cpu": 3}
+	wantSeries := map[string]int{"timeline": 8, "spectrum": 3, "phases": 4, "cpu": 3, "agentRPS": 3}
 	for name, want := range wantSeries {
 		pts := st.Series[name]
 		if len(pts) != want {
@@ -339,7 +354,8 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, st.Summary)
 		}
 	}
-	for _, want := range []string{"agent-3", "8-11", "Start skew", "180us"} {
+	for _, want := range []string{"agent-3", "8-11", "Start skew", "180us", "Provenance", "sha256:3f1c0ffee", "v0.9.0 (1a2b3c4d5e6f)",
+		"load-2", "Linux 6.1.0-18-amd64", "16 × AMD EPYC 7763", "crypto/tls go1.26.8", "Responses per second by agent"} {
 		if !strings.Contains(st.Agents, want) {
 			t.Errorf("agents section lacks %q:\n%s", want, st.Agents)
 		}

@@ -262,6 +262,19 @@
       slo: t.percentile && /latency/.test(t.metric || t.name || '') && t.limit_us ? { p: t.percentile, us: t.limit_us } : null }));
   }
 
+  // provenance renders what produced the run: the plan hash and the
+  // coordinator's build, and each agent's host and build.
+  function provenance(p) {
+    if (!p) return null;
+    const build = (v, c) => (v || '?') + (c ? ' (' + c.slice(0, 12) + ')' : '');
+    return el('div', { id: 'provenance' }, el('h3', {}, 'Provenance'),
+      el('p', {}, 'Plan ' + (p.plan_hash || '?') + ', coordinator ' + build(p.coordinator_version, p.coordinator_commit) + '.'),
+      table(['agent', 'host', 'kernel', 'CPU', 'CPUs used', 'Go', 'TLS library', 'agent build'],
+        (p.agents || []).map((a) => [a.name, a.hostname || '?', a.kernel || '?', (a.cpu_count ? a.cpu_count + ' × ' : '') + (a.cpu_model || '?'),
+          a.cpus + (a.cpu_list ? ' (' + a.cpu_list + ')' : ''), (a.go_version || '?') + (a.os_arch ? ' ' + a.os_arch : ''),
+          a.tls_library ? a.tls_library + ' ' + (a.tls_library_version || '') : '?', build(a.agent_version, a.agent_commit)])));
+  }
+
   // ---- the run view ----
   function renderRun() {
     const r = D.run, tl = D.timeline, n = tl.start_s.length, open = r.mode === 'open';
@@ -270,7 +283,7 @@
       r.target + ' · started ' + utc(start) + ' · ' + fmtSecs(r.duration_s) + ' · ' + r.agent_count + ' agent' + (r.agent_count === 1 ? '' : 's');
 
     // Notices: what the report does not cover, and client-bound runs.
-    const notices = [];
+    const notices = (D.warnings || []).map((w) => el('div', { class: 'notice bad' }, 'Warning: ' + w + '.'));
     if (r.partial) notices.push(el('div', { class: 'notice bad' }, 'Partial run: ', r.coordinator_lost ? 'coordctl lost the coordinator (' + r.coordinator_lost + '); ' : '',
       (r.lost_agents || []).map((l) => 'lost agent ' + l.name + ' after ' + fmtSecs(l.lost_at_s) + ': ' + l.error + '. '),
       'Every figure covers the ' + fmtSecs(r.duration_s) + ' that ran.'));
@@ -335,14 +348,17 @@
       el('p', { class: 'chart-note' }, 'Phases are of the whole window (the result keeps no per-interval phase histograms).'));
 
     // Agents.
-    const cpuHost = el('div', { class: 'chart', id: 'cpu-chart' });
+    const cpuHost = el('div', { class: 'chart', id: 'cpu-chart' }), rpsHost = el('div', { class: 'chart', id: 'agent-rps-chart' });
     const agents = section('agents', 'Agents', el('p', {}, 'Start skew (spread of the agents’ first sends): ' + fmtUs(r.start_skew_us)),
       table(['agent', 'connections', 'requests', 'RPS', 'errors', 'missed', 'in flight', 'CPU busy', 'CPUs', 'pin map', 'clock offset', 'RTT', 'start offset', ''],
         (r.agents || []).map((a) => [a.name, fmtNum(a.connections, 0), fmtNum(a.requests, 0), fmtNum(a.rps), fmtNum(a.errors, 0), fmtNum(a.missed, 0),
           fmtNum(a.in_flight, 0), fmtNum(100 * a.cpu_util, 1) + ' %', a.cpus, a.cpu_list || 'not pinned', fmtUs(a.clock_offset_us), fmtUs(a.rtt_us),
           fmtUs(a.start_offset_us), el('td', { class: 'text' }, a.lost ? 'lost at ' + fmtSecs(a.lost_at_s) + ': ' + a.error : a.error || '')])),
+      provenance(r.provenance),
       el('h3', {}, 'CPU busy over time'), cpuHost,
-      el('p', { class: 'chart-note' }, 'Each agent’s busy fraction of its usable CPUs per interval (per-agent requests per interval are not in the result).'));
+      el('p', { class: 'chart-note' }, 'Each agent’s busy fraction of its usable CPUs per interval.'),
+      el('h3', {}, 'Responses per second by agent'), tl.agent_requests ? rpsHost :
+        el('p', { class: 'muted', id: 'agent-rps-absent' }, 'Not in this result: the coordinator keeps each agent’s intervals only when asked (coordctl run --hlog FILE or --csv-per-agent).'));
 
     app.append(...notices, summary, plan, ...(thSection ? [thSection] : []), timeline, spectra, agents);
 
@@ -386,6 +402,13 @@
       axes: [{}, { scale: 'pct', label: 'CPU busy %', values: (u, vals) => vals.map((v) => v + '%') }],
       series: [{ label: 'time (UTC)' }, ...(r.agents || []).map((a, i) => ({ label: a.name, scale: 'pct', stroke: COLORS[i % COLORS.length], width: 1, value: (u, v) => fmtNum(v, 1) + ' %' }))],
     }, downsample(xs, cpuCols));
+    if (tl.agent_requests) {
+      chart('agentRPS', rpsHost, {
+        height: 220, tzDate, scales: { x: { time: true }, rps: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] } },
+        axes: [{}, { scale: 'rps', label: 'responses/s', size: 70, values: (u, vals) => vals.map((v) => fmtNum(v, 0)) }],
+        series: [{ label: 'time (UTC)' }, ...(r.agents || []).map((a, i) => ({ label: a.name, scale: 'rps', stroke: COLORS[i % COLORS.length], width: 1, value: (u, v) => fmtNum(v, 1) }))],
+      }, downsample(xs, tl.agent_requests.map(perS)));
+    }
 
     function setSpectrum(hs, text, note) {
       su.destroy();
