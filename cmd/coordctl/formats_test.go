@@ -256,3 +256,27 @@ func command(t *testing.T, name string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestFormatUsageErrors: the format flags' mistakes are usage errors (exit
+// 2) naming the flag, found before any run (no coordinator is dialled).
+func TestFormatUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--csv-per-agent"}, "--csv-per-agent: needs --csv FILE"},
+		{[]string{"--hlog", "-"}, "--hlog: writes files only"},
+		{[]string{"--hgrm", "-"}, "--hgrm: writes files only"},
+		{[]string{"--csv", filepath.Join(dir, "no", "such", "dir.csv")}, "--csv: "},
+	} {
+		args := append([]string{"--coordinator", "127.0.0.1:1", "run", "-d", "1"}, tc.args...)
+		code, _, stderr := runCLI(append(args, "https://127.0.0.1:1/")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("coordctl run %q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused runs left files: %v", entries)
+	}
+}
