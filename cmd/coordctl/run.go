@@ -194,7 +194,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Var(&f.interval, "interval", "reporting interval (timeline resolution), e.g. 1s, 100ms")
 	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
-	fl.BoolVar(&f.http2, "http2", false, "HTTP/2 over TLS (ALPN h2)")
+	fl.BoolVar(&f.http2, "http2", false, "HTTP/2: over TLS (ALPN h2), or h2c with prior knowledge on an http:// URL (as h2load)")
 	fl.IntVarP(&f.maxStreams, "max-streams", "m", 1, "concurrent streams per HTTP/2 connection (h2load -m)")
 	fl.StringVar(&f.host, "host", "", "Host header (and HTTP/2 :authority) to send instead of the URL's")
 	fl.StringVar(&f.connectTo, "connect-to", "", "dial HOST:PORT instead of the URL's host, keeping its name for Host and SNI")

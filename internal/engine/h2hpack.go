@@ -160,7 +160,11 @@ func buildH2Fields(t plan.Target, r plan.Request) []hpack.HeaderField {
 		fs = append(fs, hpack.HeaderField{Name: name, Value: value, Sensitive: sensitiveHeader(name)})
 	}
 	field(":method", r.Method)
-	field(":scheme", "https")
+	scheme := "https"
+	if !t.TLS {
+		scheme = "http" // h2c with prior knowledge (RFC 9113 section 3.3)
+	}
+	field(":scheme", scheme)
 	field(":authority", authority)
 	field(":path", t.RequestURI)
 	hasUA := false

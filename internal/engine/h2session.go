@@ -119,13 +119,16 @@ type h2stream struct {
 	peerReset bool
 }
 
-// newSession dials, checks ALPN h2 and exchanges the connection preface.
+// newSession dials, checks ALPN h2 (over TLS; on an http:// target it
+// speaks h2c with prior knowledge, RFC 9113 section 3.3, as h2load does:
+// the preface goes first on the TCP connection, with no Upgrade) and
+// exchanges the connection preface.
 func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *connInfo, *dialError) {
 	nc, tc, ci, derr := dialConn(ctx, c.e, c.w, reconnect)
 	if derr != nil {
 		return nil, nil, derr
 	}
-	if tc == nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+	if tc != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
 		nc.Close()
 		return nil, nil, &dialError{measure.ErrProtocol, fmt.Errorf("http2: %s did not negotiate h2 with ALPN", c.e.addr)}
 	}

@@ -59,8 +59,10 @@ type Plan struct {
 	// NoKeepAlive sends one request per connection: one TCP connect and one
 	// TLS handshake per request (httpress without -k).
 	NoKeepAlive bool
-	// Protocol is the HTTP version spoken: H1 (the default) or H2 (ALPN
-	// h2, with up to MaxStreams concurrent streams per connection).
+	// Protocol is the HTTP version spoken: H1 (the default) or H2 (with up
+	// to MaxStreams concurrent streams per connection: over TLS negotiated
+	// by ALPN h2; on an http:// URL h2c with prior knowledge, RFC 9113
+	// section 3.3, as h2load does).
 	Protocol Protocol
 	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection.
 	// Default 1. The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
@@ -145,7 +147,8 @@ type Protocol uint8
 const (
 	// H1 is HTTP/1.1, over TLS or clear text.
 	H1 Protocol = iota
-	// H2 is HTTP/2 over TLS, negotiated by ALPN h2.
+	// H2 is HTTP/2: over TLS, negotiated by ALPN h2; in clear text (an
+	// http:// URL), h2c with prior knowledge.
 	H2
 )
 
@@ -367,10 +370,7 @@ func (p *Plan) Check() (Parsed, error) {
 	}
 	switch p.Protocol {
 	case H1:
-	case H2:
-		if terr == nil && !t.TLS {
-			bad("http2", "true", "HTTP/2 needs an https URL (h2 is negotiated by ALPN)")
-		}
+	case H2: // over TLS with ALPN h2, or h2c with prior knowledge on http://
 	default:
 		bad("protocol", p.Protocol.String(), "want h1 or h2")
 	}
