@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/pem"
@@ -38,38 +37,7 @@ func rawKeepAliveServer(b testing.TB, withTLS bool) (url string, ca []byte) {
 		scheme = "https"
 	}
 	b.Cleanup(func() { ln.Close() })
-	body := make([]byte, 600)
-	for i := range body {
-		body[i] = 'x'
-	}
-	resp := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 600\r\n\r\n"), body...)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					// A request head ends with an empty line.
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-					}
-					if _, err := c.Write(resp); err != nil {
-						return
-					}
-				}
-			}(c)
-		}
-	}()
+	go acceptRaw(ln)
 	return scheme + "://" + ln.Addr().String() + "/", ca
 }
 
@@ -217,7 +185,7 @@ func benchRun(b *testing.B, p plan.Plan) {
 func BenchmarkOpenLoopLateness(b *testing.B) {
 	url, _ := rawKeepAliveServer(b, false)
 	for _, rate := range []int{200, 2000, 20000} {
-		for _, pacing := range []Pacing{PacingGoTimer, PacingTimerfd, PacingTimerfdSpin, PacingThread} {
+		for _, pacing := range []Pacing{PacingGoTimer, PacingTimerfd, PacingTimerfdSpin, PacingThread, PacingSlotTimerfd, PacingSlotTimerfdSpin} {
 			b.Run(fmt.Sprintf("R=%d/%s", rate, pacing), func(b *testing.B) {
 				for range b.N {
 					openLoopLateness(b, url, rate, pacing)
@@ -228,7 +196,22 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 }
 
 func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
-	p := plan.Plan{URL: url, Connections: 16, MaxConnections: 64, Load: plan.OpenLoop, Rate: int64(rate), Duration: 2 * time.Second, Timeout: 5 * time.Second}
+	var cpu time.Duration
+	all, counts := openLoopRun(b, url, rate, pacing, 2*time.Second, func() { cpu = processCPU() - cpu })
+	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(50)), "late-p50-us")
+	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(99)), "late-p99-us")
+	b.ReportMetric(float64(all.Latency.ValueAtPercentile(50)-all.Service.ValueAtPercentile(50)), "lat-svc-p50-us")
+	b.ReportMetric(float64(all.Service.ValueAtPercentile(50)), "svc-p50-us")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(counts.Requests), "proc-cpu-us/req")
+	b.ReportMetric(float64(counts.Missed), "missed")
+}
+
+// openLoopRun runs one open-loop window of length d at rate requests/s
+// (16 connections, up to 64) against url with pacing, calling mark just
+// before and just after Run, and returns the merged histograms and
+// counters.
+func openLoopRun(b *testing.B, url string, rate int, pacing Pacing, d time.Duration, mark func()) (*hist.Set, measure.Counts) {
+	p := plan.Plan{URL: url, Connections: 16, MaxConnections: 64, Load: plan.OpenLoop, Rate: int64(rate), Duration: d, Timeout: 5 * time.Second}
 	p.SetDefaults()
 	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Pacing: pacing})
 	if err != nil {
@@ -240,7 +223,7 @@ func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
 	}
 	all := hist.NewSet()
 	var counts measure.Counts
-	cpu0 := processCPU()
+	mark()
 	if _, err := e.Run(context.Background(), time.Now().Add(50*time.Millisecond), func(iv Interval) {
 		if err := all.Merge(iv.Hists); err != nil {
 			b.Error(err)
@@ -249,16 +232,11 @@ func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	cpu := processCPU() - cpu0
+	mark()
 	if counts.Requests == 0 {
 		b.Fatal("no request completed")
 	}
-	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(50)), "late-p50-us")
-	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(99)), "late-p99-us")
-	b.ReportMetric(float64(all.Latency.ValueAtPercentile(50)-all.Service.ValueAtPercentile(50)), "lat-svc-p50-us")
-	b.ReportMetric(float64(all.Service.ValueAtPercentile(50)), "svc-p50-us")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(counts.Requests), "proc-cpu-us/req")
-	b.ReportMetric(float64(counts.Missed), "missed")
+	return all, counts
 }
 
 // processCPU returns the process's user + system CPU time so far.

@@ -1,32 +1,68 @@
 package engine
 
 import (
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
 // sendClock is an open-loop worker's wake-up source: its slots wait on it
 // for their tickets' intended send times. wait blocks until at (monotonic)
 // and reports true, or returns false as soon as the engine stops or the
-// window is ended (EndWindow). timer is the calling slot's own (stopped,
-// drained; left so), for clocks built on Go timers. wait is called
+// window is ended (EndWindow). a is the calling slot goroutine's own
+// alarm (its Go timer stopped and drained, and left so). wait is called
 // concurrently by every slot of the worker; start is called once by Run
 // before any slot waits and returns the function that stops the clock
 // once no slot waits any more (it joins what start began).
 type sendClock interface {
 	start() (stop func())
-	wait(at time.Time, timer *time.Timer) bool
+	wait(at time.Time, a *alarm) bool
+}
+
+// alarm is what one slot goroutine waits with: its Go timer and, for
+// PacingSlotTimerfd, its own timerfd(2), made on its first wait and
+// closed by close. Owned by that goroutine (the clock that made the
+// timerfd may only expire its read deadline).
+type alarm struct {
+	timer *time.Timer
+	tfd   *os.File // the timerfd, pollable; nil until made
+	fd    int      // tfd's descriptor
+	raw   syscall.RawConn
+	// The timerfd's raw read (clock_linux.go): its function, made once,
+	// and its buffer and result.
+	readFn func(fd uintptr) bool
+	buf    [8]byte
+	errno  syscall.Errno
+	clock  sendClock // the clock tfd is registered with
+	noFd   bool      // no timerfd could be had: wait on timer
+}
+
+// newAlarm returns an alarm with a stopped timer and no timerfd.
+func newAlarm() *alarm {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &alarm{timer: t}
+}
+
+// close closes the alarm's timerfd, if any. Called by its goroutine once
+// it waits no more.
+func (a *alarm) close() {
+	if a.tfd != nil {
+		closeAlarm(a)
+	}
 }
 
 // Pacing names a sendClock implementation (Config.Pacing).
 type Pacing uint8
 
 const (
-	// PacingPrecise is the default: PacingTimerfd where the platform has
-	// it (Linux), else PacingGoTimer. Chosen by measurement
-	// (BenchmarkOpenLoopLateness; bench/README.md, "Measured design
-	// choices").
+	// PacingPrecise is the default: PacingSlotTimerfd where the platform
+	// has it (Linux), else PacingGoTimer. Chosen by measurement
+	// (BenchmarkOpenLoopLateness, BenchmarkOpenLoopCost; bench/README.md,
+	// "Measured design choices").
 	PacingPrecise Pacing = iota
 	// PacingGoTimer waits on each slot's own Go timer: the runtime's
 	// netpoller sleeps in whole milliseconds when its processors are
@@ -51,7 +87,29 @@ const (
 	// sleep but re-armable when an earlier ticket arrives: no netpoller
 	// on the wake-up path (Linux).
 	PacingThread
+	// PacingSlotTimerfd gives each slot goroutine its own timerfd(2),
+	// armed for its ticket and read through the netpoller by the slot
+	// itself: the thread that epoll wakes runs the slot at once, with no
+	// hand-off from a clock goroutine (which wakes a second thread) and
+	// no Go timer firing for the same instant; timers due together are
+	// returned by one epoll_wait. A read deadline slotBackstop after the
+	// ticket is the backstop when every processor is busy (Linux). One
+	// descriptor per slot goroutine, within what the descriptor limit
+	// leaves beyond the connections (spareFds); a slot beyond it waits on
+	// its Go timer.
+	PacingSlotTimerfd
+	// PacingSlotTimerfdSpin is PacingSlotTimerfd set to expire early by
+	// the running mean of the worker's wake-up delays past expiry (at
+	// most pacingSpin), the slot then yielding until its instant, as
+	// PacingTimerfdSpin (Linux).
+	PacingSlotTimerfdSpin
 )
+
+// slotFds reports whether pacing p gives each slot goroutine its own
+// timerfd where the platform has one.
+func (p Pacing) slotFds() bool {
+	return p == PacingPrecise || p == PacingSlotTimerfd || p == PacingSlotTimerfdSpin
+}
 
 // pacingSpin bounds how early PacingTimerfdSpin wakes before an intended
 // time, and so the CPU it spins per send.
@@ -70,14 +128,19 @@ func (p Pacing) String() string {
 		return "timerfd-spin"
 	case PacingThread:
 		return "thread"
+	case PacingSlotTimerfd:
+		return "slot-timerfd"
+	case PacingSlotTimerfdSpin:
+		return "slot-timerfd-spin"
 	}
 	return "unknown"
 }
 
 // newSendClock returns worker clocks of pacing p for an engine that stops
-// (or whose window ends) when done or ended is closed.
-func newSendClock(p Pacing, stopped, ended <-chan struct{}) sendClock {
-	if c := newPreciseClock(p, stopped, ended); c != nil {
+// (or whose window ends) when done or ended is closed; fds bounds the
+// timerfds PacingSlotTimerfd clocks make (shared by the engine's).
+func newSendClock(p Pacing, stopped, ended <-chan struct{}, fds *atomic.Int64) sendClock {
+	if c := newPreciseClock(p, stopped, ended, fds); c != nil {
 		return c
 	}
 	return &goTimerClock{stopped: stopped, ended: ended}
@@ -88,12 +151,12 @@ type goTimerClock struct{ stopped, ended <-chan struct{} }
 
 func (c *goTimerClock) start() func() { return func() {} }
 
-func (c *goTimerClock) wait(at time.Time, timer *time.Timer) bool {
+func (c *goTimerClock) wait(at time.Time, a *alarm) bool {
 	d := time.Until(at)
 	if d <= 0 {
 		return true
 	}
-	return waitTimer(timer, d, c.stopped, c.ended)
+	return waitTimer(a.timer, d, c.stopped, c.ended)
 }
 
 // waitTimer sleeps d on timer, or until stopped or ended is closed

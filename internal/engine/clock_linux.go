@@ -5,15 +5,22 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // newPreciseClock returns the timerfd clock of pacing p (PacingPrecise is
-// PacingTimerfd), or nil for PacingGoTimer.
-func newPreciseClock(p Pacing, stopped, ended <-chan struct{}) sendClock {
+// PacingSlotTimerfd), or nil for PacingGoTimer.
+func newPreciseClock(p Pacing, stopped, ended <-chan struct{}, fds *atomic.Int64) sendClock {
+	if p == PacingPrecise {
+		p = PacingSlotTimerfd
+	}
 	switch p {
+	case PacingSlotTimerfd, PacingSlotTimerfdSpin:
+		return &slotClock{spin: p == PacingSlotTimerfdSpin, stopped: stopped, ended: ended, budget: fds, fallback: &goTimerClock{stopped: stopped, ended: ended}}
 	case PacingPrecise:
 		p = PacingTimerfd
 	case PacingTimerfd, PacingTimerfdSpin, PacingThread:
@@ -127,10 +134,11 @@ func (c *timerfdClock) arm(at time.Time) {
 	c.fireAt = time.Now().Add(d)
 }
 
-func (c *timerfdClock) wait(at time.Time, timer *time.Timer) bool {
+func (c *timerfdClock) wait(at time.Time, a *alarm) bool {
 	if c.fd < 0 {
-		return c.fallback.wait(at, timer)
+		return c.fallback.wait(at, a)
 	}
+	timer := a.timer
 	d := time.Until(at)
 	if d <= 0 {
 		return true
@@ -167,4 +175,190 @@ func (c *timerfdClock) wait(at time.Time, timer *time.Timer) bool {
 	}
 	stopTimer(timer)
 	return false
+}
+
+// slotBackstop is how long after its ticket a PacingSlotTimerfd slot's
+// read deadline expires when its timerfd's readiness has not been seen:
+// with every processor busy the runtime polls the network only between
+// runnable goroutines (and its monitor every 10 ms), but runs due timers,
+// a read deadline's among them, at every scheduling.
+const slotBackstop = 500 * time.Microsecond
+
+// slotClock is PacingSlotTimerfd: each slot goroutine waits on its own
+// timerfd (alarm.tfd). The clock keeps the alarms it made so that, when
+// the engine stops or the window is ended, it can expire their read
+// deadlines and wake their waits; budget bounds how many it makes
+// (descriptors the limit leaves beyond the connections).
+type slotClock struct {
+	spin           bool         // PacingSlotTimerfdSpin
+	early          atomic.Int64 // spin: ns the timers are set early (the wake-ups' mean delay)
+	stopped, ended <-chan struct{}
+	fallback       *goTimerClock
+	budget         *atomic.Int64 // timerfds still to be made (the engine's)
+
+	mu     sync.Mutex
+	alarms map[*alarm]struct{} // with a timerfd, not closed
+	done   bool                // stopped or ended: new alarms start expired
+	quit   chan struct{}       // closed by the stop start returned
+}
+
+// past is a read deadline already expired.
+var past = time.Unix(1, 0)
+
+func (c *slotClock) start() (stop func()) {
+	c.quit = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-c.stopped:
+		case <-c.ended:
+		case <-c.quit:
+			return
+		}
+		c.mu.Lock()
+		c.done = true
+		for a := range c.alarms {
+			_ = a.tfd.SetReadDeadline(past)
+		}
+		c.mu.Unlock()
+	}()
+	return func() {
+		close(c.quit)
+		wg.Wait()
+	}
+}
+
+// makeTimerfd gives a its timerfd, or marks it noFd when the budget is
+// spent or the kernel refuses one.
+func (c *slotClock) makeTimerfd(a *alarm) {
+	if c.budget.Add(-1) < 0 {
+		a.noFd = true
+		return
+	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
+	if err != nil {
+		a.noFd = true
+		return
+	}
+	// Pollable: the fd is non-blocking (File.Fd would make it blocking,
+	// so the number is kept).
+	a.tfd, a.fd = os.NewFile(uintptr(fd), "timerfd"), fd
+	if a.raw, err = a.tfd.SyscallConn(); err != nil {
+		a.tfd.Close()
+		a.tfd, a.noFd = nil, true
+		return
+	}
+	a.clock = c
+	a.readFn = a.readTimerfd
+	c.mu.Lock()
+	if c.alarms == nil {
+		c.alarms = map[*alarm]struct{}{}
+	}
+	c.alarms[a] = struct{}{}
+	if c.done {
+		_ = a.tfd.SetReadDeadline(past)
+	}
+	c.mu.Unlock()
+}
+
+// closeAlarm unregisters a's timerfd from its clock and closes it.
+func closeAlarm(a *alarm) {
+	c := a.clock.(*slotClock)
+	c.mu.Lock()
+	delete(c.alarms, a)
+	c.mu.Unlock()
+	a.tfd.Close()
+	a.tfd = nil
+	c.budget.Add(1)
+}
+
+func (c *slotClock) wait(at time.Time, a *alarm) bool {
+	fire := at
+	if c.spin {
+		fire = at.Add(-time.Duration(c.early.Load()))
+	}
+	d := time.Until(fire)
+	if d <= 0 {
+		if c.spin {
+			spinTo(at)
+		}
+		return true
+	}
+	if a.tfd == nil && !a.noFd {
+		c.makeTimerfd(a)
+	}
+	if a.tfd == nil {
+		return c.fallback.wait(at, a)
+	}
+	its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	// Raw system calls (here and in the read) do not wake the runtime's
+	// monitor thread, which every entersyscall does after an idle spell:
+	// timerfd_settime(2) and read(2) of a non-blocking timerfd never
+	// block.
+	if _, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0); errno != 0 {
+		return c.fallback.wait(at, a)
+	}
+	// Set the deadline, then look at the stop signals: the clock expires
+	// the deadline after they close, so a close this look misses comes
+	// after this deadline and overrides it.
+	_ = a.tfd.SetReadDeadline(at.Add(slotBackstop))
+	if c.over() {
+		return false
+	}
+	err := a.read()
+	if err == nil {
+		// Cleared, so that it does not fire (and wake a thread) while
+		// the slot sends.
+		_ = a.tfd.SetReadDeadline(time.Time{})
+		if c.spin {
+			// The wake-up's delay past the expiry, averaged (1/8
+			// weight, racing updates from other slots are harmless),
+			// is how early the next is set; the slot spins the rest.
+			now := time.Now()
+			e := time.Duration(c.early.Load())
+			c.early.Store(int64(e + (min(max(now.Sub(fire), 0), pacingSpin)-e)/8))
+			spinTo(at)
+		}
+		return true
+	}
+	if c.over() {
+		return false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true // the backstop: at is past
+	}
+	return c.fallback.wait(at, a)
+}
+
+// over reports whether the engine stopped or the window was ended.
+func (c *slotClock) over() bool {
+	select {
+	case <-c.stopped:
+		return true
+	case <-c.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// read waits through the netpoller for a's timerfd to expire and consumes
+// the expiry, with raw read(2) calls (readFn, made once).
+func (a *alarm) read() error {
+	a.errno = 0
+	if err := a.raw.Read(a.readFn); err != nil {
+		return err
+	}
+	if a.errno != 0 {
+		return a.errno
+	}
+	return nil
+}
+
+// readTimerfd is an alarm's RawConn read function: false to wait.
+func (a *alarm) readTimerfd(fd uintptr) bool {
+	_, _, a.errno = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&a.buf[0])), 8)
+	return a.errno != unix.EAGAIN && a.errno != unix.EINTR
 }

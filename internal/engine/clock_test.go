@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -63,10 +64,12 @@ func TestWakeQueueOrder(t *testing.T) {
 // instant an hour away return false once the window is ended; the clock
 // then stops (goleak checks its goroutine is joined).
 func TestSendClocksNeverEarly(t *testing.T) {
-	for _, p := range []Pacing{PacingPrecise, PacingGoTimer, PacingTimerfd, PacingTimerfdSpin, PacingThread} {
+	for _, p := range []Pacing{PacingPrecise, PacingGoTimer, PacingTimerfd, PacingTimerfdSpin, PacingThread, PacingSlotTimerfd, PacingSlotTimerfdSpin} {
 		t.Run(p.String(), func(t *testing.T) {
 			stopped, ended := make(chan struct{}), make(chan struct{})
-			c := newSendClock(p, stopped, ended)
+			var fds atomic.Int64
+			fds.Store(30) // half the waits' alarms: the rest wait on Go timers
+			c := newSendClock(p, stopped, ended, &fds)
 			stop := c.start()
 			defer stop()
 			base := time.Now()
@@ -84,9 +87,9 @@ func TestSendClocksNeverEarly(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					timer := time.NewTimer(time.Hour)
-					timer.Stop()
-					ok := c.wait(at, timer)
+					a := newAlarm()
+					defer a.close()
+					ok := c.wait(at, a)
 					switch now := time.Now(); {
 					case far && ok:
 						t.Errorf("wait for an hour returned true after %v", now.Sub(base))

@@ -21,9 +21,9 @@ import (
 type conn struct {
 	e     *Engine
 	w     *worker
-	j     int // index within the worker (stage targets activate slots in order)
-	pos   int // next position in e.sched (outside count mode: countEntry)
-	timer *time.Timer
+	j     int    // index within the worker (stage targets activate slots in order)
+	pos   int    // next position in e.sched (outside count mode: countEntry)
+	alarm *alarm // the loop goroutine's
 
 	mu     sync.Mutex // guards nc, br and closed against stop()
 	nc     net.Conn
@@ -67,9 +67,7 @@ const (
 )
 
 func newConn(e *Engine, w *worker, i, j int) *conn {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	c := &conn{e: e, w: w, j: j, pos: i % len(e.sched), timer: t}
+	c := &conn{e: e, w: w, j: j, pos: i % len(e.sched), alarm: newAlarm()}
 	c.peekFn = func(fd uintptr) bool {
 		c.peeked = peekFd(fd)
 		return true
@@ -102,6 +100,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 		return nil, nil, nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
 	}
 	t1 := time.Now()
+	raw = rawIO(raw)
 	ci := &connInfo{connect: micros(t1.Sub(t0)), reconnect: reconnect}
 	if w.tlsConf == nil {
 		return raw, nil, ci, nil
@@ -221,8 +220,9 @@ type outcome struct {
 func (c *conn) loop() {
 	e := c.e
 	defer c.drop()
+	defer c.alarm.close()
 	for {
-		t0, ok := e.pacer.next(c.w, c.j, c.timer)
+		t0, ok := e.pacer.next(c.w, c.j, c.alarm)
 		if !ok {
 			return
 		}

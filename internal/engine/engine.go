@@ -72,11 +72,14 @@ type Engine struct {
 
 	workers []*worker
 	pacer   pacer // the load model: when each slot sends
-	newSlot func(e *Engine, w *worker, i, j int) connSlot
-	grows   bool           // open loop may add slots (newSlotFunc)
-	connsMu sync.Mutex     // guards slots (open loop adds slots while running)
-	slots   []connSlot     // every connection slot, in creation order
-	wg      sync.WaitGroup // slot goroutines
+	// alarmFds is how many more timerfds PacingSlotTimerfd's clocks may
+	// make (spareFds).
+	alarmFds atomic.Int64
+	newSlot  func(e *Engine, w *worker, i, j int) connSlot
+	grows    bool           // open loop may add slots (newSlotFunc)
+	connsMu  sync.Mutex     // guards slots (open loop adds slots while running)
+	slots    []connSlot     // every connection slot, in creation order
+	wg       sync.WaitGroup // slot goroutines
 
 	// noIdleLook turns the idle look off (tests leave stale connections
 	// to the resend alone).
@@ -215,8 +218,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Every slot, and in open loop every connection growth may add, needs
 	// a descriptor: refuse before allocating slots for them.
-	if err := checkFileLimit(max(slots, cfg.Share.MaxConnections)); err != nil {
+	conns := max(slots, cfg.Share.MaxConnections)
+	if err := checkFileLimit(conns); err != nil {
 		return nil, err
+	}
+	if open && cfg.Pacing.slotFds() {
+		// A timerfd per slot goroutine (one per stream slot in HTTP/2),
+		// in what the limit leaves beyond the connections.
+		e.alarmFds.Store(spareFds(conns, conns*max(p.MaxStreams, 1)))
 	}
 	for i := range cfg.Workers {
 		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
@@ -235,7 +244,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		w.sched = newSchedule(p, first, targets)
 		if open {
-			w.clock = newSendClock(cfg.Pacing, e.stopped, e.endCh)
+			w.clock = newSendClock(cfg.Pacing, e.stopped, e.endCh, &e.alarmFds)
 		}
 		if base != nil {
 			w.tlsConf = base.Clone()
@@ -420,6 +429,29 @@ func checkFileLimit(conns int) error {
 		}
 	}
 	return fmt.Errorf("%d connections need about %d file descriptors, the limit is %d (hard %d): raise ulimit -n or use fewer connections per agent", conns, need, lim.Cur, lim.Max)
+}
+
+// spareFds raises the descriptor limit, up to the hard one, so that want
+// more descriptors fit beside conns connections and checkFileLimit's
+// headroom, and returns how many of want fit (0 when the limit cannot be
+// read).
+func spareFds(conns, want int) int64 {
+	need := uint64(conns) + 256
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	if lim.Cur < need+uint64(want) && lim.Max > lim.Cur {
+		cur := lim.Cur
+		lim.Cur = min(need+uint64(want), lim.Max)
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
+			lim.Cur = cur
+		}
+	}
+	if lim.Cur <= need {
+		return 0
+	}
+	return int64(min(uint64(want), lim.Cur-need))
 }
 
 // Prepared reports what Prepare opened.

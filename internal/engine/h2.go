@@ -201,12 +201,12 @@ func (c *h2conn) loop() {
 // streamLoop is one closed-loop stream slot.
 func (c *h2conn) streamLoop() {
 	e := c.e
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	a := newAlarm()
+	defer a.close()
 	wt := newH2Watch()
 	defer wt.stop()
 	for {
-		t0, ok := e.pacer.next(c.w, c.j, timer)
+		t0, ok := e.pacer.next(c.w, c.j, a)
 		if !ok {
 			return
 		}

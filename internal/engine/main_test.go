@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,6 +10,13 @@ import (
 // TestMain fails the package's tests if any goroutine outlives them: every
 // goroutine the engine starts (slot loops, HTTP/2 stream slots, session
 // readers and flushers, connection growth) has an owner that joins it.
+// Started with rawServerEnv set, the test binary is instead the raw
+// keep-alive server of BenchmarkOpenLoopCost (serveRawProcess), so that
+// the benchmark's process CPU is the client's alone.
 func TestMain(m *testing.M) {
+	if os.Getenv(rawServerEnv) != "" {
+		serveRawProcess()
+		return
+	}
 	goleak.VerifyTestMain(m)
 }

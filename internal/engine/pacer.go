@@ -11,13 +11,13 @@ import (
 // request and returns the request's start, its intended send time; ok is
 // false when the slot is done: the window ended (or was ended by
 // EndWindow), the engine stopped or the count ran out. next is called
-// concurrently by every slot's goroutines; timer is the caller's own
-// (stopped, drained) and is left stopped. Each pacer reads the worker's
+// concurrently by every slot's goroutines; a is the calling goroutine's
+// own alarm (its timer stopped and drained, and left so). Each pacer reads the worker's
 // pure schedule (schedule.go): a rate to integrate in open loop, a
 // connection target in closed loop. A connection-rate model is one more
 // pacer.
 type pacer interface {
-	next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool)
+	next(w *worker, j int, a *alarm) (start time.Time, ok bool)
 }
 
 // newPacer returns the pacer of load model l.
@@ -36,7 +36,7 @@ func newPacer(e *Engine, l plan.Load) pacer {
 // is given back unsent.
 type openPacer struct{ e *Engine }
 
-func (p openPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
+func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	e := p.e
 	k := w.ticket.Add(1) - 1
 	off, ok := w.sched.at(float64(k) + w.phase)
@@ -55,11 +55,11 @@ func (p openPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, o
 		// The run's first send and each stage's first: wait at the
 		// instant's precision, so agents start and change load
 		// together. Other sends wait on the worker's clock.
-		if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+		if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
 			return e.giveBack(w)
 		}
 		waitInstant(start)
-	} else if !w.clock.wait(start, timer) {
+	} else if !w.clock.wait(start, a) {
 		return e.giveBack(w)
 	}
 	if e.ended.Load() && !start.Before(e.endedAt) {
@@ -73,7 +73,7 @@ func (p openPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, o
 // request now.
 type closedPacer struct{ e *Engine }
 
-func (p closedPacer) next(w *worker, j int, timer *time.Timer) (start time.Time, ok bool) {
+func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	e := p.e
 	var now time.Time
 	for {
@@ -93,7 +93,7 @@ func (p closedPacer) next(w *worker, j int, timer *time.Timer) (start time.Time,
 		if !at.After(now) {
 			break
 		}
-		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(timer, d) {
+		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
 			return time.Time{}, false
 		}
 		waitInstant(at)
