@@ -25,6 +25,7 @@ func newDemoCmd() *cobra.Command {
 		connections int
 		duration    = wrkDuration(5 * time.Second)
 		jsonFile    string
+		htmlFile    string
 		formats     formatFlags
 	)
 	cmd := &cobra.Command{
@@ -46,6 +47,11 @@ test against the target, and prints the merged report.`,
 				return err
 			}
 			defer files.discard()
+			htmlOut, err := openHTMLOutput(htmlFile)
+			if err != nil {
+				return err
+			}
+			defer htmlOut.discard()
 			ctx := cmd.Context()
 			out := cmd.ErrOrStderr()
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -108,6 +114,9 @@ test against the target, and prints the merged report.`,
 			if err := files.write(run); err != nil {
 				return err
 			}
+			if err := htmlOut.writeHTML(run, rep); err != nil {
+				return err
+			}
 			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",
 				srv.Requests(), rep.Requests, rep.InFlight)
 			if rep.Partial {
@@ -121,6 +130,7 @@ test against the target, and prints the merged report.`,
 	fl.IntVarP(&connections, "connections", "c", 20, "connections, total")
 	fl.VarP(&duration, "duration", "d", "measurement window")
 	fl.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
+	fl.StringVar(&htmlFile, "html", "", "also write the report as one self-contained HTML page to this file")
 	formats.register(fl)
 	return cmd
 }
