@@ -90,10 +90,11 @@ func TestStatusLine(t *testing.T) {
 }
 
 // readAll collects what is written to r until it fails (its writer side
-// closed: io.EOF for a pipe, EIO for a pty's master); wait returns it.
-func readAll(r io.Reader) (wait func() string) {
+// closed: io.EOF for a pipe, EIO for a pty's master): so far returns what
+// came until now, wait all of it once r has failed.
+func readAll(r io.Reader) (sofar func() string, wait func() string) {
 	var (
-		buf strings.Builder
+		buf lockedBuffer
 		wg  sync.WaitGroup
 	)
 	wg.Add(1)
@@ -102,13 +103,13 @@ func readAll(r io.Reader) (wait func() string) {
 		b := make([]byte, 4096)
 		for {
 			n, err := r.Read(b)
-			buf.Write(b[:n])
+			_, _ = buf.Write(b[:n])
 			if err != nil {
 				return
 			}
 		}
 	}()
-	return func() string { wg.Wait(); return buf.String() }
+	return buf.String, func() string { wg.Wait(); return buf.String() }
 }
 
 // timelineLen returns the number of timeline points in JSON report file.
@@ -128,9 +129,10 @@ func timelineLen(t *testing.T, file string) int {
 }
 
 // startPTY opens a pseudo-terminal of cols columns; it returns the
-// terminal side (coordctl's stderr) and a function that closes it and
-// returns everything coordctl wrote to it.
-func startPTY(t *testing.T, cols uint16) (*os.File, func() string) {
+// terminal side (coordctl's stderr), a function that returns what
+// coordctl wrote to it so far and one that closes it and returns
+// everything coordctl wrote.
+func startPTY(t *testing.T, cols uint16) (tty *os.File, sofar, finish func() string) {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -140,8 +142,8 @@ func startPTY(t *testing.T, cols uint16) (*os.File, func() string) {
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: cols}); err != nil {
 		t.Fatal(err)
 	}
-	wait := readAll(ptmx)
-	return tty, func() string { tty.Close(); return wait() }
+	sofar, wait := readAll(ptmx)
+	return tty, sofar, func() string { tty.Close(); return wait() }
 }
 
 // draws splits pty output into the status lines drawn (a carriage return,
@@ -155,7 +157,7 @@ var draw = regexp.MustCompile("\r([^\r\n\x1b]+)\x1b\\[K")
 func TestRunProgressTerminal(t *testing.T) {
 	env := newTestEnv(t, 2)
 	const cols = 60
-	tty, finish := startPTY(t, cols)
+	tty, _, finish := startPTY(t, cols)
 	jsonFile := filepath.Join(t.TempDir(), "r.json")
 	var stdout lockedBuffer
 	code := run([]string{"--coordinator", env.coord, "run", "-c4", "-d3", "--cacert", env.caFile, "--json", jsonFile, env.url}, &stdout, tty)
@@ -199,16 +201,13 @@ func TestRunProgressTerminal(t *testing.T) {
 func TestRunProgressTerminalCtrlC(t *testing.T) {
 	send := fakeSignals(t)
 	env := newTestEnv(t, 2)
-	tty, finish := startPTY(t, 120)
+	tty, sofar, finish := startPTY(t, 120)
 	var stdout lockedBuffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"--coordinator", env.coord, "run", "-c4", "-d20s", "--cacert", env.caFile, env.url}, &stdout, tty)
 	}()
-	// The first interval (and so the first status line) comes a second
-	// after the start.
-	waitFor(t, 20*time.Second, "the target sees requests", func() bool { return env.srv.Requests() > 0 })
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, 30*time.Second, "a status line on the terminal", func() bool { return draw.MatchString(sofar()) })
 	send(syscall.SIGINT)
 	var status int
 	select {
@@ -244,7 +243,7 @@ func TestRunProgressPipe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wait := readAll(r)
+		_, wait := readAll(r)
 		jsonFile := filepath.Join(t.TempDir(), "r.json")
 		args := []string{"--coordinator", env.coord, "run", "-c4", "-d2", "--cacert", env.caFile, "--json", jsonFile}
 		if quiet {
