@@ -18,6 +18,9 @@ FUZZTIME ?= 10s
 # coordinator do not link the load engine; the pure packages do not link gRPC.
 NO_ENGINE_PKGS := coordinator internal/wire internal/merge internal/report internal/hist internal/plan internal/measure
 NO_GRPC_PKGS := internal/merge internal/report internal/hist internal/plan internal/measure
+# The load engine and the pure packages do not link the Prometheus client
+# (internal/metrics, the daemons', reads their results).
+NO_PROMETHEUS_PKGS := internal/engine internal/merge internal/report internal/hist internal/plan internal/measure internal/wire
 
 # Version stamped into the binaries by `make build` (internal/version);
 # override with `make build VERSION=v1.2.3`.
@@ -96,6 +99,9 @@ check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go
 	@for p in $(NO_GRPC_PKGS); do \
 	  bad=$$(go list -deps ./$$p | grep -E '^google.golang.org/grpc(/|$$)' || true); \
 	  if [ -n "$$bad" ]; then echo "$$p must not import gRPC: $$bad"; exit 1; fi; done
+	@for p in $(NO_PROMETHEUS_PKGS); do \
+	  bad=$$(go list -deps ./$$p | grep -E '^github.com/prometheus/' || true); \
+	  if [ -n "$$bad" ]; then echo "$$p must not import the Prometheus client: $$bad"; exit 1; fi; done
 
 bench: ## compare the agent with wrk/h2load side by side (needs root for apt; writes bench-results/)
 	bash bench/run.sh

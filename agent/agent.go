@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,6 +26,8 @@ import (
 	"github.com/phalanxload/phalanx/internal/allow"
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/engine"
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
@@ -125,6 +128,18 @@ type Config struct {
 	// PermissionDenied, never clipped. Default (and zero or negative): no
 	// cap.
 	MaxRate int64
+	// MetricsAddr is the listen address (host:port) of the Prometheus
+	// /metrics endpoint (internal/metrics; README "Prometheus metrics"):
+	// with mutual TLS in Security it is HTTPS and takes only client
+	// certificates of the cluster's CA; without, plain HTTP, which New
+	// refuses on an address that is not loopback unless
+	// Security.InsecureCluster (security.Config.CheckMetrics). Port 0 picks
+	// a free port. Default (and zero): none, no metrics.
+	MetricsAddr string
+	// MetricsRuns is how many shares keep their series on /metrics (the
+	// last ones started). Default metrics.DefaultKeep (10); zero or
+	// negative means the default.
+	MetricsRuns int
 	// Logger is the agent's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
 }
@@ -182,6 +197,10 @@ type Agent struct {
 	// watchers owns the Run streams' watchers (runShare), which end with
 	// their stream; Run joins them once the gRPC server has stopped.
 	watchers sync.WaitGroup
+
+	metrics    *metrics.Daemon // nil without MetricsAddr
+	metricsSrv *metrics.Server
+	stateGauge *prometheus.GaugeVec
 }
 
 // service implements the Agent gRPC service for an Agent.
@@ -228,6 +247,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MetricsAddr != "" {
+		if _, err := cfg.Security.CheckMetrics(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
@@ -262,6 +286,11 @@ func New(cfg Config) (*Agent, error) {
 			lis.Close()
 			return nil, fmt.Errorf("advertise grpc address: %w", err)
 		}
+	}
+	if err := a.setupMetrics(); err != nil {
+		_ = a.cluster.Leave(0) // the error returned says why
+		lis.Close()
+		return nil, err
 	}
 	a.grpc = grpc.NewServer(append(serverOpts,
 		// Ping the coordinator every second; a coordinator that does not
@@ -358,6 +387,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 	})
+	if a.metricsSrv != nil {
+		g.Go(func() error { return a.metricsSrv.Run(ctx) })
+	}
 	g.Go(func() error {
 		<-ctx.Done()
 		a.mu.Lock()
@@ -389,6 +421,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	started = append(started, "realtime_start", engine.RealtimeWaits())
 	started = append(started, a.cfg.Security.LogAttrs(a.cfg.GossipKeyFile != "")...)
 	started = append(started, "gossip_keys", len(a.cluster.Keys()), "cluster_label", a.cluster.Label())
+	if a.metricsSrv != nil {
+		started = append(started, "metrics_listen", a.metricsSrv.Addr(), "metrics_tls", a.metricsSrv.TLS())
+	}
 	a.log.Info("agent started", started...)
 	if a.insecureWarning != "" {
 		a.log.Warn(a.insecureWarning)
@@ -433,6 +468,7 @@ func (s *service) Clock(context.Context, *pb.ClockRequest) (*pb.ClockResponse, e
 func (a *Agent) setState(s pb.AgentState) {
 	a.mu.Lock()
 	a.state = s
+	a.noteState(s)
 	a.mu.Unlock()
 	select {
 	case a.gossipState <- struct{}{}:
@@ -464,7 +500,7 @@ func (s *service) Run(stream pb.AgentService_RunServer) error {
 }
 
 // runShare runs one share over its Run stream.
-func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
+func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 	ctx, cancelShare := context.WithCancel(stream.Context())
 	defer cancelShare()
 	first, err := stream.Recv()
@@ -484,6 +520,14 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return err
 	}
 	defer a.release()
+	mrun := a.metrics.StartRun(metrics.RunLabels{ID: share.RunID}, []string{a.cfg.Name})
+	var lostStream, stoppedEarly bool
+	defer func() {
+		if lostStream {
+			a.metrics.StreamError()
+		}
+		a.metrics.EndRun(mrun, shareResult(err, lostStream, stoppedEarly))
+	}()
 	log := a.log.With("run_id", share.RunID)
 	if a.insecureWarning != "" {
 		log.Warn(a.insecureWarning)
@@ -568,6 +612,14 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		now := cpuTime()
 		hs := wire.IntervalHistogramsToProto(iv.Hists)
 		counters := wire.CountsToProto(&iv.Counts)
+		if mrun != nil {
+			length := iv.End.Sub(iv.Start)
+			busy := (now - lastCPU).Seconds() / max(length.Seconds()*float64(a.cfg.CPUs), 1e-9)
+			if merr := mrun.Interval(metrics.Interval{Length: length, Counts: &iv.Counts, Latency: wire.HistogramBytes(hs, hist.Latency),
+				TargetRPS: shareTargetAt(share, iv.Start.Sub(startAt.Add(share.Plan.Warmup))+length/2), CPUBusy: []float64{busy}, Agents: 1}); merr != nil {
+				log.Warn("metrics", "interval", iv.Index, "err", merr)
+			}
+		}
 		sendErr = stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{
 			Index:         int32(iv.Index),
 			StartUnixNano: iv.Start.UnixNano(),
@@ -578,6 +630,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		}}})
 		lastCPU = now
 		if sendErr != nil {
+			lostStream = true
 			cancel()
 		}
 	})
@@ -585,6 +638,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		if streamEnded.Load() || stream.Context().Err() != nil {
 			// The coordinator gave the share up, or vanished (its
 			// keepalive failed): the load stopped at once.
+			lostStream = true
 			log.Warn("the coordinator's run stream ended mid-share: the load stopped at once", "reason", err)
 		} else {
 			log.Info("share stopped", "reason", err)
@@ -595,6 +649,7 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) error {
 		return sendErr
 	}
 	a.setState(pb.AgentState_AGENT_STATE_DRAINING)
+	stoppedEarly = res.StoppedEarly
 	done := &pb.Done{
 		InFlight: res.InFlight, Issued: res.Issued,
 		WindowEndUnixNano: res.WindowEnd.UnixNano(),

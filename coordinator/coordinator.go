@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/internal/cluster"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
@@ -80,6 +81,18 @@ type Config struct {
 	// GossipKeyFile, unless Security.InsecureCluster (then the coordinator
 	// warns at start and at every run).
 	Security security.Config
+	// MetricsAddr is the listen address (host:port) of the Prometheus
+	// /metrics endpoint (internal/metrics; README "Prometheus metrics"):
+	// with mutual TLS in Security it is HTTPS and takes only client
+	// certificates of the cluster's CA; without, plain HTTP, which New
+	// refuses on an address that is not loopback unless
+	// Security.InsecureCluster (security.Config.CheckMetrics). Port 0 picks
+	// a free port. Default (and zero): none, no metrics.
+	MetricsAddr string
+	// MetricsRuns is how many runs keep their series on /metrics (the
+	// last ones started; a run in progress always does). Default
+	// metrics.DefaultKeep (10); zero or negative means the default.
+	MetricsRuns int
 	// Logger is the coordinator's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
 }
@@ -123,6 +136,9 @@ type Coordinator struct {
 	// from the coordinator's, warned about once each (guarded by mu).
 	mismatched map[string]bool
 	active     map[string]*activeRun // runs in progress, by run ID (for StopRun)
+
+	metrics    *metrics.Daemon // nil without MetricsAddr
+	metricsSrv *metrics.Server
 }
 
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
@@ -156,6 +172,11 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MetricsAddr != "" {
+		if _, err := cfg.Security.CheckMetrics(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
 	serverOpts, err := cfg.Security.ServerOptions(cfg.Logger.With("component", "coordinator"))
 	if err != nil {
 		return nil, err
@@ -187,6 +208,11 @@ func New(cfg Config) (*Coordinator, error) {
 		lis.Close()
 		return nil, err
 	}
+	if err := c.setupMetrics(); err != nil {
+		_ = c.cluster.Leave(0) // the error returned says why
+		lis.Close()
+		return nil, err
+	}
 	c.grpc = grpc.NewServer(serverOpts...)
 	pb.RegisterCoordinatorServiceServer(c.grpc, &service{c: c})
 	return c, nil
@@ -215,6 +241,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.cluster.KeepJoined(ctx, c.cfg.Join)
 		return nil
 	})
+	if c.metricsSrv != nil {
+		g.Go(func() error { return c.metricsSrv.Run(ctx) })
+	}
 	g.Go(func() error {
 		<-ctx.Done()
 		if err := c.cluster.Leave(time.Second); err != nil {
@@ -233,6 +262,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	started := []any{"grpc_listen", cluster.ListenAddr(c.cfg.GRPCAddr, c.lis.Addr().(*net.TCPAddr).Port),
 		"gossip_listen", c.cluster.ListenAddr(), "gossip_advertise", c.GossipAddr()}
 	started = append(started, c.cfg.Security.LogAttrs(c.cfg.GossipKeyFile != "")...)
+	if c.metricsSrv != nil {
+		started = append(started, "metrics_listen", c.metricsSrv.Addr(), "metrics_tls", c.metricsSrv.TLS())
+	}
 	c.log.Info("coordinator started", append(started, "gossip_keys", len(c.cluster.Keys()), "cluster_label", c.cluster.Label())...)
 	if c.insecureWarning != "" {
 		c.log.Warn(c.insecureWarning)

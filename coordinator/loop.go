@@ -12,6 +12,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -196,6 +197,7 @@ func (rn *run) lose(i int, err error, hooks RunHooks) {
 	r := rn.agents[i]
 	now := time.Now()
 	r.err, r.lost, r.lostAt = err, true, now.Sub(rn.windowStart())
+	rn.metrics.Lost()
 	if r.cancelStream != nil {
 		r.cancelStream()
 	}
@@ -240,8 +242,13 @@ func (rn *run) stopAgents() {
 	}
 }
 
-// progress calls the Progress hook with merged point pt.
+// progress adds merged point pt to the run's metrics and calls the
+// Progress hook with it.
 func (rn *run) progress(pt *merge.Point, hooks RunHooks) {
+	if err := rn.metrics.Interval(metrics.Interval{Length: pt.Length, Counts: pt.Counts, Latency: pt.Latency,
+		TargetRPS: pt.TargetRPS, CPUBusy: pt.CPUBusy, Agents: pt.Agents}); err != nil {
+		rn.log.Warn("metrics", "interval", pt.Index, "err", err)
+	}
 	if hooks.Progress == nil {
 		return
 	}
@@ -287,6 +294,7 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 		return true
 	}
 	if ev.err != nil {
+		rn.c.metrics.StreamError()
 		rn.lose(ev.agent, rn.streamError(r, ev.err), hooks)
 		return true
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -109,6 +110,8 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	rn.logStart()
 	began := time.Now()
 	defer func() { rn.logEnd(res, err, began) }()
+	rn.startMetrics()
+	defer func() { rn.endMetrics(res, err) }()
 	if hooks.Accepted != nil {
 		hooks.Accepted(&pb.RunAccepted{RunId: rn.id, Agents: int32(len(agents))})
 	}
@@ -137,6 +140,8 @@ type run struct {
 	active *activeRun
 	agents []*agentRun
 	m      *merge.Merger
+	// metrics are the run's series on /metrics (nil without them).
+	metrics *metrics.Run
 
 	// ctx is the run's: cancel ends every agent's Run stream.
 	ctx    context.Context

@@ -26,6 +26,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/cluster"
 	"github.com/phalanxload/phalanx/internal/cpuset"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 )
@@ -168,5 +169,7 @@ func newCommand() *cobra.Command {
 	// the environment: daemon.FlagNames).
 	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof profiles on HOST:PORT (e.g. 127.0.0.1:6060); off by default")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics on HOST:PORT/metrics (off by default); with --tls-* over mutual TLS (a client certificate of the CA), else plain HTTP, on loopback only unless --insecure-cluster")
+	f.IntVar(&cfg.MetricsRuns, "metrics-runs", metrics.DefaultKeep, "shares that keep their series on /metrics (the last ones started)")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/daemon"
+	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 )
@@ -77,6 +78,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics on HOST:PORT/metrics (off by default); with --tls-* over mutual TLS (a client certificate of the CA), else plain HTTP, on loopback only unless --insecure-cluster")
+	f.IntVar(&cfg.MetricsRuns, "metrics-runs", metrics.DefaultKeep, "runs that keep their series on /metrics (the last ones started)")
 	// Origins of the credential and gossip flags (every flag is read from
 	// the environment: daemon.FlagNames).
 	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")

@@ -60,6 +60,9 @@ type Options struct {
 	// Agent, when not nil, edits agent i's configuration (0-based; its
 	// allowlist, caps) before it starts.
 	Agent func(i int, cfg *agent.Config)
+	// Coordinator, when not nil, edits the coordinator's configuration
+	// (its metrics address, say) before it starts.
+	Coordinator func(cfg *coordinator.Config)
 }
 
 // KeyFile returns the key file of the member named name, as StartWith
@@ -89,10 +92,14 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	coord, err := coordinator.New(coordinator.Config{
+	ccfg := coordinator.Config{
 		Name: "coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Logger: logger,
 		GossipKeyFile: coordKeys, Security: o.CoordinatorSecurity,
-	})
+	}
+	if o.Coordinator != nil {
+		o.Coordinator(&ccfg)
+	}
+	coord, err := coordinator.New(ccfg)
 	if err != nil {
 		return nil, err
 	}
