@@ -2,105 +2,19 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/phalanxload/phalanx/agent"
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/metrics/metricstest"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
-
-// scrape GETs http://addr/metrics and parses it with Prometheus's text
-// parser (protobuf: false) or, asking for the delimited protobuf format
-// as a Prometheus with native histograms does, with its protobuf decoder.
-func scrape(t *testing.T, addr string, protobuf bool) map[string]*dto.MetricFamily {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	if protobuf {
-		format = expfmt.NewFormat(expfmt.TypeProtoDelim)
-		req.Header.Set("Accept", string(format))
-	}
-	// No keep-alive: no idle connection's goroutines outlive the test
-	// (goleak).
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET %s/metrics: %s: %s", addr, resp.Status, b)
-	}
-	if !protobuf {
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(resp.Body)
-		if err != nil {
-			t.Fatalf("parse %s/metrics: %v", addr, err)
-		}
-		return fams
-	}
-	if got := expfmt.ResponseFormat(resp.Header); got.FormatType() != expfmt.TypeProtoDelim {
-		t.Fatalf("GET %s/metrics asking for protobuf: served %s", addr, got)
-	}
-	fams := map[string]*dto.MetricFamily{}
-	dec := expfmt.NewDecoder(resp.Body, format)
-	for {
-		var mf dto.MetricFamily
-		if err := dec.Decode(&mf); err == io.EOF {
-			return fams
-		} else if err != nil {
-			t.Fatalf("decode %s/metrics: %v", addr, err)
-		}
-		fams[mf.GetName()] = &mf
-	}
-}
-
-// series returns the metric of family name whose labels include want
-// (label name, value pairs), nil when there is none.
-func series(fams map[string]*dto.MetricFamily, name string, want ...string) *dto.Metric {
-	for _, m := range fams[name].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		ok := true
-		for i := 0; i+1 < len(want); i += 2 {
-			ok = ok && labels[want[i]] == want[i+1]
-		}
-		if ok {
-			return m
-		}
-	}
-	return nil
-}
-
-// value is a counter's or gauge's value (-1 when the series is missing).
-func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	m := series(fams, name, labels...)
-	switch {
-	case m == nil:
-		return -1
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	}
-	return -1
-}
 
 // TestMetricsMatchReport scrapes the /metrics of a running coordinator and
 // of its two agents, during an open-loop run and after it, and parses them
@@ -133,7 +47,7 @@ func TestMetricsMatchReport(t *testing.T) {
 	res, err := c.Coordinator.RunPlanWith(context.Background(), p, coordinator.RunHooks{
 		Progress: func(pr *pb.Progress) {
 			if during == nil { // the first interval: the run is in progress
-				runID, during = pr.GetRunId(), scrape(t, coord, false)
+				runID, during = pr.GetRunId(), metricstest.Scrape(t, coord, false)
 			}
 		},
 	})
@@ -152,25 +66,25 @@ func TestMetricsMatchReport(t *testing.T) {
 	}
 	run := []string{"run_id", rep.RunID}
 	for name, want := range map[string]float64{"phalanx_run_running": 1, "phalanx_run_agents_running": 2, "phalanx_run_target_rps": rate} {
-		if got := value(during, name, run...); got != want {
+		if got := metricstest.Value(during, name, run...); got != want {
 			t.Errorf("during the run: %s = %v, want %v", name, got, want)
 		}
 	}
-	if got := value(during, "phalanx_runs_in_progress"); got != 1 {
+	if got := metricstest.Value(during, "phalanx_runs_in_progress"); got != 1 {
 		t.Errorf("during the run: phalanx_runs_in_progress = %v, want 1", got)
 	}
 
-	fams := scrape(t, coord, false)
+	fams := metricstest.Scrape(t, coord, false)
 	check := func(what, name string, got float64, want int64) {
 		t.Helper()
 		if got != float64(want) {
 			t.Errorf("%s: %s = %v, want %d (the report's)", what, name, got, want)
 		}
 	}
-	check("coordinator", "phalanx_run_requests_total", value(fams, "phalanx_run_requests_total", run...), rep.Requests)
-	check("coordinator", "phalanx_run_read_bytes_total", value(fams, "phalanx_run_read_bytes_total", run...), rep.BytesRead)
+	check("coordinator", "phalanx_run_requests_total", metricstest.Value(fams, "phalanx_run_requests_total", run...), rep.Requests)
+	check("coordinator", "phalanx_run_read_bytes_total", metricstest.Value(fams, "phalanx_run_read_bytes_total", run...), rep.BytesRead)
 	for code, n := range rep.Status {
-		check("coordinator", "phalanx_run_responses_total{code="+code+"}", value(fams, "phalanx_run_responses_total", append(run, "code", code)...), n)
+		check("coordinator", "phalanx_run_responses_total{code="+code+"}", metricstest.Value(fams, "phalanx_run_responses_total", append(run, "code", code)...), n)
 	}
 	var errs int64
 	for _, m := range fams["phalanx_run_errors_total"].GetMetric() {
@@ -178,12 +92,12 @@ func TestMetricsMatchReport(t *testing.T) {
 	}
 	check("coordinator", "phalanx_run_errors_total (all kinds)", float64(errs), rep.ErrorTotal())
 	for kind, n := range rep.Errors {
-		check("coordinator", "phalanx_run_errors_total{kind="+kind+"}", value(fams, "phalanx_run_errors_total", append(run, "kind", kind)...), n)
+		check("coordinator", "phalanx_run_errors_total{kind="+kind+"}", metricstest.Value(fams, "phalanx_run_errors_total", append(run, "kind", kind)...), n)
 	}
 	if n := len(fams["phalanx_run_errors_total"].GetMetric()); n != 9 {
 		t.Errorf("phalanx_run_errors_total has %d kinds, want the 9", n)
 	}
-	lat := series(fams, "phalanx_run_latency_seconds", run...).GetHistogram()
+	lat := metricstest.Series(fams, "phalanx_run_latency_seconds", run...).GetHistogram()
 	check("coordinator", "phalanx_run_latency_seconds_count", float64(lat.GetSampleCount()), rep.Latency.Count)
 	if b := lat.GetBucket(); len(b) == 0 || b[len(b)-1].GetCumulativeCount() > lat.GetSampleCount() {
 		t.Errorf("latency classic buckets %v for %d samples", b, lat.GetSampleCount())
@@ -192,27 +106,27 @@ func TestMetricsMatchReport(t *testing.T) {
 		t.Errorf("latency sum/count %.1fus, report's mean %.1fus", mean, rep.Latency.Mean)
 	}
 	for name, want := range map[string]float64{"phalanx_run_running": 0, "phalanx_run_agents_running": 0, "phalanx_run_agents_lost": 0, "phalanx_run_target_rps": rate} {
-		if got := value(fams, name, run...); got != want {
+		if got := metricstest.Value(fams, name, run...); got != want {
 			t.Errorf("after the run: %s = %v, want %v", name, got, want)
 		}
 	}
 	for name, want := range map[string]float64{"phalanx_runs_in_progress": 0, "phalanx_agents_known": 2, "phalanx_gossip_members": 3} {
-		if got := value(fams, name); got != want {
+		if got := metricstest.Value(fams, name); got != want {
 			t.Errorf("after the run: %s = %v, want %v", name, got, want)
 		}
 	}
-	if got := value(fams, "phalanx_runs_total", "result", "ok"); got != 1 {
+	if got := metricstest.Value(fams, "phalanx_runs_total", "result", "ok"); got != 1 {
 		t.Errorf("phalanx_runs_total{result=ok} = %v, want 1", got)
 	}
 	for _, a := range rep.AgentRows {
-		if value(fams, "phalanx_run_agent_cpu_busy_ratio", append(run, "agent", a.Name)...) < 0 {
+		if metricstest.Value(fams, "phalanx_run_agent_cpu_busy_ratio", append(run, "agent", a.Name)...) < 0 {
 			t.Errorf("no phalanx_run_agent_cpu_busy_ratio for agent %s", a.Name)
 		}
 	}
 
 	// The native histogram, as a Prometheus that negotiates protobuf
 	// reads it: schema 3, its buckets holding every sample.
-	native := series(scrape(t, coord, true), "phalanx_run_latency_seconds", run...).GetHistogram()
+	native := metricstest.Series(metricstest.Scrape(t, coord, true), "phalanx_run_latency_seconds", run...).GetHistogram()
 	var inBuckets, count int64
 	for _, d := range native.GetPositiveDelta() {
 		count += d
@@ -235,32 +149,32 @@ func TestMetricsMatchReport(t *testing.T) {
 		// within moments.
 		var fams map[string]*dto.MetricFamily
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			fams = scrape(t, a.MetricsAddr(), false)
-			if value(fams, "phalanx_runs_in_progress") == 0 || time.Now().After(deadline) {
+			fams = metricstest.Scrape(t, a.MetricsAddr(), false)
+			if metricstest.Value(fams, "phalanx_runs_in_progress") == 0 || time.Now().After(deadline) {
 				break
 			}
 		}
-		check("agent "+row.Name, "phalanx_run_requests_total", value(fams, "phalanx_run_requests_total", run...), row.Requests)
+		check("agent "+row.Name, "phalanx_run_requests_total", metricstest.Value(fams, "phalanx_run_requests_total", run...), row.Requests)
 		var errs int64
 		for _, m := range fams["phalanx_run_errors_total"].GetMetric() {
 			errs += int64(m.GetCounter().GetValue())
 		}
 		check("agent "+row.Name, "phalanx_run_errors_total (all kinds)", float64(errs), row.Errors)
-		if got := value(fams, "phalanx_run_target_rps", run...); got != rate/2 {
+		if got := metricstest.Value(fams, "phalanx_run_target_rps", run...); got != rate/2 {
 			t.Errorf("agent %s: phalanx_run_target_rps = %v, want its part %d", row.Name, got, rate/2)
 		}
-		if got := series(fams, "phalanx_run_latency_seconds", run...).GetHistogram().GetSampleCount(); got != uint64(row.Requests) {
+		if got := metricstest.Series(fams, "phalanx_run_latency_seconds", run...).GetHistogram().GetSampleCount(); got != uint64(row.Requests) {
 			t.Errorf("agent %s: latency count %d, want its requests %d", row.Name, got, row.Requests)
 		}
 		for name, want := range map[string]float64{"phalanx_runs_in_progress": 0, "phalanx_gossip_members": 3} {
-			if got := value(fams, name); got != want {
+			if got := metricstest.Value(fams, name); got != want {
 				t.Errorf("agent %s: %s = %v, want %v", row.Name, name, got, want)
 			}
 		}
-		if got := value(fams, "phalanx_runs_total", "result", "ok"); got != 1 {
+		if got := metricstest.Value(fams, "phalanx_runs_total", "result", "ok"); got != 1 {
 			t.Errorf("agent %s: phalanx_runs_total{result=ok} = %v, want 1", row.Name, got)
 		}
-		if got := value(fams, "phalanx_agent_state", "state", "idle"); got != 1 {
+		if got := metricstest.Value(fams, "phalanx_agent_state", "state", "idle"); got != 1 {
 			t.Errorf("agent %s: phalanx_agent_state{state=idle} = %v, want 1", row.Name, got)
 		}
 	}
