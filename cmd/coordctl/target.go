@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,10 +16,13 @@ import (
 // newTargetCmd serves the built-in HTTPS target: a fixed 600-byte page,
 // with a certificate from a throwaway CA written to --ca-out, counting
 // requests. It is for smoke tests and for the project's own tests; it is
-// no benchmark server.
+// no benchmark server. With --workers N --service-time D it is a modelled
+// server of known capacity N/D (target.Model).
 func newTargetCmd() *cobra.Command {
 	var addr, caOut string
 	var hosts []string
+	var workers int
+	var service time.Duration
 	cmd := &cobra.Command{
 		Use:   "target",
 		Short: "Serve the built-in HTTPS test target (counts requests; prints the counts when stopped)",
@@ -33,13 +37,16 @@ func newTargetCmd() *cobra.Command {
 					return fmt.Errorf("--ca-out: %w", err)
 				}
 			}
-			srv, err := target.New(target.Config{Addr: addr, Cert: b.Cert})
+			srv, err := target.New(target.Config{Addr: addr, Cert: b.Cert, Workers: workers, ServiceTime: service})
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "target %s listening\n", srv.URL())
+			if m := srv.Model(); m != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "modelled server: %d workers, service time %s, capacity %.0f requests/s\n", workers, service, m.Capacity())
+			}
 			err = srv.Run(ctx)
 			fmt.Fprintf(cmd.OutOrStdout(), "requests=%d connections=%d\n", srv.Requests(), srv.Connections())
 			return err
@@ -47,6 +54,8 @@ func newTargetCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8443", "listen address HOST:PORT")
 	cmd.Flags().StringVar(&caOut, "ca-out", "", "write the CA certificate (PEM) to this file, for --cacert")
+	cmd.Flags().IntVar(&workers, "workers", 0, "a modelled server: serve at most N requests at once, queueing the rest (with --service-time)")
+	cmd.Flags().DurationVar(&service, "service-time", 0, "a modelled server: each request takes D (with --workers; capacity N/D requests/s)")
 	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "certificate names and IPs (default localhost, 127.0.0.1, ::1 and test names)")
 
 	return cmd

@@ -6,4 +6,9 @@
 // with a fixed body, and the server counts requests and accepted
 // connections exactly, so tests can compare what a load generator reports
 // with what the target actually saw.
+//
+// With Config.Workers and Config.ServiceTime it is a modelled server
+// (model.go): a FIFO queue with that many servers of a fixed service time,
+// whose capacity (Workers/ServiceTime) and latency under load are known in
+// advance, for tests that must find them (the capacity search).
 package target

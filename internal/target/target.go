@@ -57,6 +57,13 @@ type Config struct {
 	// failures, for example). Nil discards them, which keeps load-test
 	// output quiet.
 	ErrorLog *log.Logger
+	// Workers and ServiceTime make the server a modelled one (Model): at
+	// most Workers requests are served at once, each for ServiceTime, the
+	// rest queue in arrival order, so its capacity is Workers/ServiceTime
+	// requests per second. Both zero (the default) answer at once; one
+	// without the other is an error.
+	Workers     int
+	ServiceTime time.Duration
 }
 
 // Server is a running-or-ready HTTPS target. Create it with New, serve with
@@ -65,6 +72,8 @@ type Server struct {
 	ln   net.Listener // raw TCP listener; TLS is layered by http.Server
 	srv  *http.Server
 	body []byte
+	// model is nil unless Config.Workers and ServiceTime are set.
+	model *Model
 
 	requests    atomic.Int64
 	connections atomic.Int64
@@ -96,11 +105,20 @@ func New(cfg Config) (*Server, error) {
 		errLog = log.New(io.Discard, "", 0)
 	}
 
+	var model *Model
+	if cfg.Workers != 0 || cfg.ServiceTime != 0 {
+		m, err := NewModel(cfg.Workers, cfg.ServiceTime)
+		if err != nil {
+			return nil, err
+		}
+		model = m
+	}
+
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("target: listen on %s: %w", addr, err)
 	}
-	s := &Server{ln: ln, body: body}
+	s := &Server{ln: ln, body: body, model: model}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(s.serveHTTP),
 		TLSConfig: &tls.Config{
@@ -121,11 +139,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// serveHTTP answers every request with 200 and the fixed body. The count is
+// serveHTTP answers every request with 200 and the fixed body, after its
+// service in the model when there is one. The count is
 // incremented before the response is written, so a client that has read a
 // response always observes it in Requests.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	if s.model != nil && s.model.Serve(r.Context()) != nil {
+		return // the client went away while it queued
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(s.body)))
@@ -209,6 +231,10 @@ func (s *Server) URL() string {
 // Requests returns the number of HTTP requests received so far (all
 // methods and paths, HTTP/1.1 and HTTP/2 alike).
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Model returns the server's model, nil unless Config.Workers and
+// ServiceTime were set.
+func (s *Server) Model() *Model { return s.model }
 
 // Connections returns the number of TCP connections accepted so far, each
 // of which is then served over TLS. A connection whose TLS handshake fails
