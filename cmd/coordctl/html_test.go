@@ -10,15 +10,23 @@ import (
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
-// TestRunHTML runs a 2-agent run with --html and --json: the page's data
-// block holds the run's report (the JSON's requests, agents and timeline)
-// and its interval histograms hold every response of the window.
+// TestRunHTML runs a closed- and an open-loop 2-agent run with --html and
+// --json: the page's data block holds the run's report (the JSON's
+// requests, agents and timeline) and its interval histograms hold every
+// response of the window: latency, and in open loop service time too.
 func TestRunHTML(t *testing.T) {
 	env := newTestEnv(t, 2)
+	for _, load := range [][]string{{"-c4"}, {"-c4", "-R", "400"}} {
+		t.Run(strings.Join(load, " "), func(t *testing.T) { testRunHTML(t, env, load) })
+	}
+}
+
+func testRunHTML(t *testing.T, env *testEnv, load []string) {
 	dir := t.TempDir()
 	htmlFile, jsonFile := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.json")
-	code, _, stderr := runCLI("--coordinator", env.coord, "run", "-c4", "-d1", "--interval", "250ms", "--cacert", env.caFile,
-		"--json", jsonFile, "--html", htmlFile, env.url)
+	args := append([]string{"--coordinator", env.coord, "run", "-d1", "--interval", "250ms", "--cacert", env.caFile,
+		"--json", jsonFile, "--html", htmlFile}, load...)
+	code, _, stderr := runCLI(append(args, env.url)...)
 	if code != 0 {
 		t.Fatalf("coordctl run --html: exit %d: %s", code, stderr)
 	}
@@ -49,23 +57,29 @@ func TestRunHTML(t *testing.T) {
 		t.Fatalf("data block run %s, %d requests, %d agents, %d intervals; want the JSON report's %s, %d, 2, %d",
 			d.Run.RunID, d.Run.Requests, len(d.Run.AgentRows), len(d.Timeline.Requests), rep.RunID, rep.Requests, len(rep.Timeline))
 	}
-	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
-	if err != nil {
-		t.Fatal(err)
+	columns := map[string]string{"latency": d.Intervals.Latency}
+	if rep.Mode == "open" {
+		columns["service_time"] = d.Intervals.Service
 	}
-	var n int64
-	for k, pairs := range cols {
-		var in int64
-		for j := 1; j < len(pairs); j += 2 {
-			in += pairs[j]
+	for name, col := range columns {
+		cols, err := report.DecodeHTMLIntervals(col)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		if in != rep.Timeline[k].Requests {
-			t.Errorf("interval %d: page histogram holds %d responses, the report %d", k, in, rep.Timeline[k].Requests)
+		var n int64
+		for k, pairs := range cols {
+			var in int64
+			for j := 1; j < len(pairs); j += 2 {
+				in += pairs[j]
+			}
+			if in != rep.Timeline[k].Requests {
+				t.Errorf("interval %d: page %s histogram holds %d responses, the report %d", k, name, in, rep.Timeline[k].Requests)
+			}
+			n += in
 		}
-		n += in
-	}
-	if n != rep.Requests {
-		t.Errorf("page interval histograms hold %d responses, want the report's %d", n, rep.Requests)
+		if len(cols) != len(rep.Timeline) || n != rep.Requests {
+			t.Errorf("page %s: %d interval histograms hold %d responses, want the report's %d and %d", name, len(cols), n, len(rep.Timeline), rep.Requests)
+		}
 	}
 }
 

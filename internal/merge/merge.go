@@ -44,6 +44,9 @@ type Point struct {
 	// Lateness is the merged send-lateness histogram of the interval, V2
 	// compressed; nil in closed loop.
 	Lateness []byte
+	// Service is the merged service-time histogram of the interval (from
+	// the actual send), V2 compressed; nil in closed loop.
+	Service []byte
 	// P99 is the merged latency's 99th percentile in µs (0 when empty),
 	// for live progress only: results render from Latency.
 	P99 int64
@@ -82,6 +85,7 @@ type Stage struct {
 type pending struct {
 	latency  *hist.Histogram
 	lateness *hist.Histogram // open loop only
+	service  *hist.Histogram // open loop only
 	counts   measure.Counts
 	requests int64
 	errors   int64
@@ -166,7 +170,7 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	if p == nil {
 		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), from: make([]bool, m.agents)}
 		if m.p.OpenLoop() {
-			p.lateness = m.newHist()
+			p.lateness, p.service = m.newHist(), m.newHist()
 		}
 		m.open[iv.Index] = p
 	}
@@ -175,6 +179,9 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	}
 	if p.lateness != nil {
 		if err := p.lateness.AddSparse(&m.sparse[hist.Lateness]); err != nil {
+			return nil, err
+		}
+		if err := p.service.AddSparse(&m.sparse[hist.Service]); err != nil {
 			return nil, err
 		}
 	}
@@ -275,8 +282,12 @@ func (m *Merger) finish(k int) (*Point, error) {
 		if pt.Lateness, err = p.lateness.Encode(); err != nil {
 			return nil, fmt.Errorf("interval %d: %w", k, err)
 		}
+		if pt.Service, err = p.service.Encode(); err != nil {
+			return nil, fmt.Errorf("interval %d: %w", k, err)
+		}
 		p.lateness.Reset()
-		m.free = append(m.free, p.lateness)
+		p.service.Reset()
+		m.free = append(m.free, p.lateness, p.service)
 	}
 	p.latency.Reset()
 	m.free = append(m.free, p.latency)

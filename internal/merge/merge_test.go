@@ -61,6 +61,7 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 		sets[k].Latency.RecordMicros(s.us)
 		sets[k].TTFB.RecordMicros(s.us / 2)
 		sets[k].Lateness.RecordMicros(s.late)
+		sets[k].Service.RecordMicros(max(s.us-s.late, 1))
 		counts[k].Requests++
 		counts[k].Status[200]++
 	}
@@ -90,8 +91,8 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 // TestAnySplitMergesToOneRecorder: however the same samples are split
 // across agents, workers and intervals, and in whatever order the
 // intervals arrive, the window's, each interval's and each stage's merged
-// latency, and the window's and each interval's send lateness, equal one
-// recorder's histogram of the same samples.
+// latency, and the window's and each interval's send lateness and service
+// time, equal one recorder's histogram of the same samples.
 func TestAnySplitMergesToOneRecorder(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	const intervals = 10
@@ -102,9 +103,9 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		ss := samples(r, 500+r.IntN(3000), window)
 		whole, perInterval, perStage := hist.New(), make([]*hist.Histogram, intervals), []*hist.Histogram{hist.New(), hist.New()}
-		late, lateInterval := hist.New(), make([]*hist.Histogram, intervals)
+		late, lateInterval, serviceInterval := hist.New(), make([]*hist.Histogram, intervals), make([]*hist.Histogram, intervals)
 		for i := range perInterval {
-			perInterval[i], lateInterval[i] = hist.New(), hist.New()
+			perInterval[i], lateInterval[i], serviceInterval[i] = hist.New(), hist.New(), hist.New()
 		}
 		for _, s := range ss {
 			whole.RecordMicros(s.us)
@@ -112,6 +113,7 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 			k := int(s.at / interval)
 			perInterval[k].RecordMicros(s.us)
 			lateInterval[k].RecordMicros(s.late)
+			serviceInterval[k].RecordMicros(max(s.us-s.late, 1))
 			if time.Duration(k)*interval < 300*time.Millisecond {
 				perStage[0].RecordMicros(s.us)
 			} else {
@@ -155,6 +157,9 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 			}
 			if !bytes.Equal(pt.Lateness, encode(t, lateInterval[i])) {
 				t.Errorf("seed %d: interval %d send lateness differs from one recorder's", seed, i)
+			}
+			if !bytes.Equal(pt.Service, encode(t, serviceInterval[i])) {
+				t.Errorf("seed %d: interval %d service time differs from one recorder's", seed, i)
 			}
 			if len(pt.CPUBusy) != agents || pt.CPUBusy[0] != 0.125 {
 				t.Errorf("seed %d: interval %d cpu busy %v", seed, i, pt.CPUBusy)
@@ -235,7 +240,7 @@ func TestTimelineFinishesMissingAgents(t *testing.T) {
 		t.Fatalf("half an interval: %v, %v", pt, err)
 	}
 	tl, err := m.Timeline()
-	if err != nil || len(tl) != 1 || tl[0].Requests != 1 || tl[0].P99 != 100 || tl[0].Lateness != nil {
+	if err != nil || len(tl) != 1 || tl[0].Requests != 1 || tl[0].P99 != 100 || tl[0].Lateness != nil || tl[0].Service != nil {
 		t.Fatalf("timeline %v, %v", tl, err)
 	}
 }

@@ -113,7 +113,7 @@ type HTMLSpectra struct {
 }
 
 // HTMLIntervals holds every interval's latency histogram (and in open loop
-// its send lateness) in the page's geometry: bucket index i (HdrHistogram's
+// its service time and send lateness) in the page's geometry: bucket index i (HdrHistogram's
 // counts index for lowest 1, sub-bucket half count 128) has lowest value i
 // below 256, else ((i mod 128) + 128) << (i/128 - 1). Each column is
 // base64 (standard) of zlib (RFC 1950) of, per interval in timeline order,
@@ -124,6 +124,7 @@ type HTMLIntervals struct {
 	SigFigs  int    `json:"significant_digits"`
 	Count    int    `json:"count"`
 	Latency  string `json:"latency"`
+	Service  string `json:"service_time,omitempty"`
 	Lateness string `json:"lateness,omitempty"`
 }
 
@@ -166,7 +167,7 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	}
 	var dec hist.Decoder
 	var s hist.Sparse
-	lat, late := newIntervalWriter(), newIntervalWriter()
+	lat, service, late := newIntervalWriter(), newIntervalWriter(), newIntervalWriter()
 	open := rep.Mode == "open"
 	for i, pt := range run.Timeline {
 		t.StartS[i], t.DurationS[i] = pt.Start.Seconds(), pt.Length.Seconds()
@@ -192,6 +193,10 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 				return nil, fmt.Errorf("html report: interval %d lateness: %w", pt.Index, err)
 			}
 			late.add(&s)
+			if err := sparseOf(&dec, pt.ServiceV2, nil, &s); err != nil {
+				return nil, fmt.Errorf("html report: interval %d service time: %w", pt.Index, err)
+			}
+			service.add(&s)
 		}
 	}
 	d.Intervals = HTMLIntervals{SigFigs: 2, Count: n}
@@ -201,6 +206,9 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	}
 	if open {
 		if d.Intervals.Lateness, err = late.finish(); err != nil {
+			return nil, err
+		}
+		if d.Intervals.Service, err = service.finish(); err != nil {
 			return nil, err
 		}
 	}

@@ -64,9 +64,10 @@ func (s synth) run(tb testing.TB) *report.Run {
 		run.Stages = append(run.Stages, report.StageRun{Index: int32(i), Start: time.Duration(i) * third, Duration: third,
 			TargetFrom: from, TargetTo: int64(rate), Latency: hist.New()})
 	}
-	iv := hist.New()
+	iv, sv := hist.New(), hist.New()
 	for i := range s.Intervals {
 		iv.Reset()
+		sv.Reset()
 		start := time.Duration(i) * s.Step
 		st := &run.Stages[min(int(start/third), 2)]
 		frac := float64(i) / float64(s.Intervals)
@@ -79,11 +80,13 @@ func (s synth) run(tb testing.TB) *report.Run {
 			iv.RecordMicros(us)
 			run.Histograms.Latency.RecordMicros(us)
 			st.Latency.RecordMicros(us)
-			run.Histograms.Service.RecordMicros(max(us-int64(rng.IntN(40)), 1))
+			service := max(us-int64(rng.IntN(40)), 1)
+			run.Histograms.Service.RecordMicros(service)
+			sv.RecordMicros(service)
 			run.Histograms.Lateness.RecordMicros(1 + int64(rng.ExpFloat64()*8))
 		}
 		pt := report.Interval{Index: int32(i), Start: start, Length: s.Step, Requests: int64(s.PerInterval),
-			Errors: int64(rng.IntN(3)), TargetRPS: rate, Agents: int32(s.Agents), LatencyV2: iv.EncodeV2()}
+			Errors: int64(rng.IntN(3)), TargetRPS: rate, Agents: int32(s.Agents), LatencyV2: iv.EncodeV2(), ServiceV2: sv.EncodeV2()}
 		if st.Index == 0 {
 			pt.TargetRPS = rate * (start.Seconds() + s.Step.Seconds()/2) / third.Seconds()
 		}
@@ -390,10 +393,11 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	if err := chromedp.Do(p.ctx, steps...); err != nil {
 		t.Fatal(err)
 	}
+	type summary struct{ Count, P50, P99, Max int64 }
 	type spectrum struct {
-		Source  string
-		Range   []int
-		Latency struct{ Count, P50, P99, Max int64 }
+		Source           string
+		Range            []int
+		Latency, Service summary
 	}
 	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`!!(phalanx.spectrum && phalanx.spectrum.range)`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("the drag selected no range: %v (console %v)", err, p.log())
@@ -410,18 +414,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := hdrhistogram.New(1, hist.HighestUs, 2)
-	for i := got.Range[0]; i <= got.Range[1]; i++ {
-		for j := 0; j < len(cols[i]); j += 2 {
-			if err := want.RecordValues(cols[i][j], cols[i][j+1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	want := mergedRange(t, d.Intervals.Latency, got.Range[0], got.Range[1])
 	wantSum := int64(0)
 	for i := got.Range[0]; i <= got.Range[1]; i++ {
 		wantSum += run.Timeline[i].Latency.Count()
@@ -433,6 +426,11 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		t.Errorf("range %v: p50 %d, p99 %d, max %d; want hdrhistogram-go's %d, %d, %d of the merged intervals",
 			got.Range, got.Latency.P50, got.Latency.P99, got.Latency.Max, want.ValueAtPercentile(50), want.ValueAtPercentile(99), want.Max())
 	}
+	// The range's service time: the intervals' service histograms merged.
+	wantSvc := mergedRange(t, d.Intervals.Service, got.Range[0], got.Range[1])
+	if got.Service.Count != wantSum || got.Service.P99 != wantSvc.ValueAtPercentile(99) {
+		t.Errorf("range %v: service time %d responses, p99 %d; want %d, %d", got.Range, got.Service.Count, got.Service.P99, wantSum, wantSvc.ValueAtPercentile(99))
+	}
 	if whole := run.Histograms.Latency.ValueAtPercentile(50); got.Latency.P50 < 2*whole {
 		t.Errorf("range p50 %d µs is not the slow range's (whole window p50 %d µs)", got.Latency.P50, whole)
 	}
@@ -442,6 +440,25 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	if st := eval[pageState](t, p, stateJS); st.Ink["spectrum"] < 200 || len(st.Errors) > 0 || p.errors > 0 {
 		t.Errorf("after the selection: spectrum %d coloured pixels, errors %v, console %v", st.Ink["spectrum"], st.Errors, p.log())
 	}
+}
+
+// mergedRange returns hdrhistogram-go's 2-digit histogram of the page
+// column's intervals [from, to].
+func mergedRange(t *testing.T, col string, from, to int) *hdrhistogram.Histogram {
+	t.Helper()
+	cols, err := report.DecodeHTMLIntervals(col)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hdrhistogram.New(1, hist.HighestUs, 2)
+	for i := from; i <= to; i++ {
+		for j := 0; j < len(cols[i]); j += 2 {
+			if err := h.RecordValues(cols[i][j], cols[i][j+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return h
 }
 
 // BenchmarkHTMLDayInBrowser opens the report of a synthetic 24-hour,

@@ -84,6 +84,10 @@ type Interval struct {
 	// Lateness is the interval's merged send lateness (open loop; nil
 	// otherwise).
 	Lateness *hist.Histogram
+	// ServiceV2 is the interval's merged service time (open loop; nil
+	// otherwise), encoded as the result carries it: only the HTML report
+	// reads it, without expanding it.
+	ServiceV2 []byte
 }
 
 // StageRun is one stage of a Run.

@@ -90,7 +90,7 @@ func IntervalFromProto(pt *pb.TimelinePoint) (report.Interval, error) {
 		Index: pt.GetIndex(), Start: pt.GetStart().AsDuration(), Length: pt.GetLength().AsDuration(),
 		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
 		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
-		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(),
+		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(), ServiceV2: pt.GetServiceTime(),
 	}
 	if b := pt.GetLatency(); len(b) > 0 {
 		h, err := hist.Decode(b)

@@ -415,7 +415,8 @@
       su = spectrumChart('spectrum', spHost, latSeries, hs, sloLines);
       source.textContent = text;
       document.getElementById('spectrum-note').textContent = note;
-      P.spectrum = { source: text, latency: hs[0] ? { count: hs[0].total, p50: quantile(hs[0], 0.5), p99: quantile(hs[0], 0.99), max: quantile(hs[0], 1) } : null };
+      const sum = (h) => (h && h.total ? { count: h.total, p50: quantile(h, 0.5), p99: quantile(h, 0.99), max: quantile(h, 1) } : null);
+      P.spectrum = { source: text, latency: sum(hs[0]), service: sum(hs[1]), lateness: sum(hs[2]) };
     }
     function showWhole() {
       tu.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
@@ -428,6 +429,7 @@
       const t = performance.now();
       const c = { latency: await intervalColumn(D.intervals.latency, D.intervals.count) };
       if (D.intervals.lateness) c.lateness = await intervalColumn(D.intervals.lateness, D.intervals.count);
+      if (D.intervals.service_time) c.service = await intervalColumn(D.intervals.service_time, D.intervals.count);
       P.timing.intervalsMs = performance.now() - t;
       return c;
     })();
@@ -443,10 +445,11 @@
       const seq = ++selSeq, c = await cols2;
       if (seq !== selSeq) return null;
       const t = performance.now();
-      const h = { latency: c.latency.merge(i0, i1), lateness: c.lateness ? c.lateness.merge(i0, i1) : null, service: null };
+      const h = { latency: c.latency.merge(i0, i1), lateness: c.lateness ? c.lateness.merge(i0, i1) : null, service: c.service ? c.service.merge(i0, i1) : null };
       const reqs = tl.requests.slice(i0, i1 + 1).reduce((a, b) => a + b, 0);
       setSpectrum(latHists(h), 'Selected ' + utc(xs[i0]) + ' to ' + utc(xs[i1] + tl.duration_s[i1]) + ': ' + (i1 - i0 + 1) + ' intervals, ' + fmtNum(h.latency.total, 0) + ' responses (' + fmtNum(reqs, 0) + ' requests counted).',
-        'Merged from the range’s interval histograms at 2 significant digits (values within 0.78 %, exact below 256us)' + (open ? '; service time is of the whole window only (the result keeps no per-interval service time), so it is not drawn for a range.' : '.'));
+        'Merged from the range’s interval histograms at 2 significant digits (values within 0.78 %, exact below 256us)' +
+          (open && !c.service ? '; this result keeps no per-interval service time, so it is not drawn for a range.' : '.'));
       P.timing.selectMs = performance.now() - t;
       P.spectrum.range = [i0, i1];
       return P.spectrum;

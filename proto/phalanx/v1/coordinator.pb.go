@@ -1223,8 +1223,12 @@ type TimelinePoint struct {
 	// target_connections is the plan's connection target at the interval's
 	// middle (closed loop; 0 in open loop).
 	TargetConnections float64 `protobuf:"fixed64,17,opt,name=target_connections,json=targetConnections,proto3" json:"target_connections,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// service_time is the interval's service-time histogram merged across
+	// agents (V2 compressed, us, from the actual send; open loop only, else
+	// empty), for a range's spectrum in the HTML report.
+	ServiceTime   []byte `protobuf:"bytes,18,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TimelinePoint) Reset() {
@@ -1346,6 +1350,13 @@ func (x *TimelinePoint) GetTargetConnections() float64 {
 		return x.TargetConnections
 	}
 	return 0
+}
+
+func (x *TimelinePoint) GetServiceTime() []byte {
+	if x != nil {
+		return x.ServiceTime
+	}
+	return nil
 }
 
 // StageResult is one stage's merged outcome.
@@ -1766,7 +1777,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x11coordinator_stall\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10coordinatorStall\x12\x1b\n" +
 	"\tplan_hash\x18\x13 \x01(\tR\bplanHash\x12/\n" +
 	"\x13coordinator_version\x18\x14 \x01(\tR\x12coordinatorVersion\x12-\n" +
-	"\x12coordinator_commit\x18\x15 \x01(\tR\x11coordinatorCommit\"\xde\x03\n" +
+	"\x12coordinator_commit\x18\x15 \x01(\tR\x11coordinatorCommit\"\x81\x04\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -1781,7 +1792,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\blateness\x18\x0e \x01(\fR\blateness\x12\x16\n" +
 	"\x06agents\x18\x0f \x01(\x05R\x06agents\x12\x18\n" +
 	"\apartial\x18\x10 \x01(\bR\apartial\x12-\n" +
-	"\x12target_connections\x18\x11 \x01(\x01R\x11targetConnectionsJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\x12target_connections\x18\x11 \x01(\x01R\x11targetConnections\x12!\n" +
+	"\fservice_time\x18\x12 \x01(\fR\vserviceTimeJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +
