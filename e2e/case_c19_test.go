@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/agent"
+	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
 // TestCaseC19ClockSkew: field case C19. A distributed tool's master
@@ -31,9 +37,10 @@ import (
 //
 // (b) One agent whose wall clock steps back 30 minutes in the middle of
 // the run must report no negative or absurd duration, the planned elapsed
-// time, and its rate. That needs a hook that steps the agent's clock while
-// it runs; localcluster.Options.ClockShift is a constant shift fixed at the
-// start, so (b) is skipped until such a hook exists.
+// time, and its rate. The agent's wall clock is injected
+// (agent.Config.Clock, through localcluster.Options.Agent) and steps once
+// the window's first interval has been merged; the case's rate is scaled
+// as in (a), and its window to 4 s.
 func TestCaseC19ClockSkew(t *testing.T) {
 	t.Run("a_agent_clock_200s_ahead", func(t *testing.T) {
 		const (
@@ -128,6 +135,93 @@ func TestCaseC19ClockSkew(t *testing.T) {
 	})
 
 	t.Run("b_wall_clock_step_mid_run", func(t *testing.T) {
-		t.Skip("C19(b) needs a test hook that steps an agent's wall clock back 30 min while it runs; localcluster.Options.ClockShift only sets a constant shift before the run, so the step cannot be emulated")
+		const (
+			window = 4 * time.Second
+			step   = -30 * time.Minute
+		)
+		rate := 500.0
+		if c15RaceEnabled() {
+			rate = 200
+		}
+		// The agent's wall clock (agent.Config.Clock, what it answers the
+		// coordinator's clock samples with and waits for the start on)
+		// steps back 30 minutes when the first interval of the window has
+		// been merged: mid-run, after the start.
+		clk := &steppingClock{}
+		srv := c15StartTarget(t, func(string, time.Time, time.Time) time.Duration { return time.Millisecond })
+		p := plan.Plan{URL: srv.URL("/"), Load: plan.OpenLoop, Rate: int64(rate), Connections: 10, Duration: window, TLS: c15TLS()}
+		p.TLS.CAPEM = testCA(t).CAPEM
+		c, err := localcluster.StartWith(context.Background(), localcluster.Options{Agents: 1, CPUsPerAgent: 1, Logger: quietLogger(),
+			Agent: func(_ int, cfg *agent.Config) { cfg.Clock = clk.Now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		probe := c15StartProbe(t, time.Millisecond)
+		began := time.Now()
+		res, err := c.Coordinator.RunPlanWith(context.Background(), p, coordinator.RunHooks{
+			Progress: func(*pb.Progress) { clk.step(step) },
+		})
+		elapsed := time.Since(began)
+		noise := probe.Stop()
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stall := rate * noise.Max.Seconds()
+		t.Logf("clock stepped %v after %v; report: window %.3f s, %.1f req/s, issued %d, completed %d, in flight %d, errors %v, elapsed %v; %v",
+			step, clk.steppedAfter(began), r.DurationS, r.RPS, r.Issued, r.Requests, r.InFlight, r.Errors, elapsed, noise)
+		if !clk.stepped() {
+			t.Fatal("the clock never stepped: no interval was merged")
+		}
+		if math.Abs(r.DurationS-window.Seconds()) > 0.5 {
+			t.Errorf("window = %.3f s, want %v ± 0.5 s (the planned one, not 30 min off)", r.DurationS, window)
+		}
+		if elapsed > window+10*time.Second {
+			t.Errorf("run took %v, want about %v", elapsed, window)
+		}
+		if received := srv.Received(); r.Issued != received || r.ErrorTotal() != 0 {
+			t.Errorf("target received %d, report issued %d, errors %v: want equal and none", received, r.Issued, r.Errors)
+		}
+		c15Near(t, "requests/s", r.RPS, rate, 0.02*rate, stall/window.Seconds())
+		if r.Latency == nil || r.Latency.Min < 0 || r.Latency.Max > int64(5*time.Second/time.Microsecond) {
+			t.Errorf("latency %+v: want samples between 0 and 5 s (no negative or absurd duration)", r.Latency)
+		}
+		if len(r.Timeline) != int(window/time.Second) {
+			t.Errorf("timeline has %d points, want %d", len(r.Timeline), int(window/time.Second))
+		}
+		for i, pt := range r.Timeline {
+			if int(pt.Index) != i || math.Abs(pt.StartS-float64(i)) > 1e-3 || math.Abs(pt.DurationS-1) > 1e-3 || pt.Requests <= 0 {
+				t.Errorf("timeline point %d: index %d, start %.3f s, length %.3f s, %d requests: want %d, %d s, 1 s, some", i, pt.Index, pt.StartS, pt.DurationS, pt.Requests, i, i)
+			}
+		}
+		if len(r.AgentRows) != 1 || math.Abs(r.AgentRows[0].RPS-rate) > 0.02*rate+stall/window.Seconds() {
+			t.Errorf("agent rows %+v: want one at about %.0f req/s", r.AgentRows, rate)
+		}
 	})
+}
+
+// steppingClock is a wall clock that steps by a fixed amount once, as an
+// NTP step or an operator's date(1) does, for an agent's Config.Clock.
+type steppingClock struct {
+	shift atomic.Int64 // nanoseconds added to time.Now, 0 before the step
+	at    atomic.Int64 // when it stepped, Unix nanoseconds (monotonic-free), 0 before
+}
+
+func (c *steppingClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+
+// step shifts the clock by d the first time it is called.
+func (c *steppingClock) step(d time.Duration) {
+	if c.at.CompareAndSwap(0, time.Now().UnixNano()) {
+		c.shift.Store(int64(d))
+	}
+}
+
+func (c *steppingClock) stepped() bool { return c.at.Load() != 0 }
+
+func (c *steppingClock) steppedAfter(t time.Time) time.Duration {
+	return time.Unix(0, c.at.Load()).Sub(t).Round(time.Millisecond)
 }
