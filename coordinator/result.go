@@ -156,6 +156,7 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 		Lost:        r.lost,
 		Provenance:  r.ready.GetProvenance(),
 		Intervals:   sortedIntervals(r.kept),
+		IntervalRps: r.intervalRPS,
 	}
 	if r.lost {
 		ar.LostAt = durationpb.New(r.lostAt)

@@ -34,9 +34,12 @@ type agentRun struct {
 	cpu       time.Duration
 	cpus      int32
 	intervals int
-	done      *pb.Done
-	ended     bool // the stream ended after Done
-	err       error
+	// intervalRPS is its completed responses per second in each interval
+	// received, in order (wrk's per-thread Req/Sec samples).
+	intervalRPS []float64
+	done        *pb.Done
+	ended       bool // the stream ended after Done
+	err         error
 	// lastMsg is when its last message came (coordinator clock), from the
 	// start on; next is the index of the interval it sends next.
 	lastMsg time.Time

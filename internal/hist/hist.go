@@ -201,3 +201,25 @@ func (h *Histogram) ValueAtPercentile(p float64) int64 { return h.h.ValueAtPerce
 func (h *Histogram) Max() int64 { return h.h.Max() }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
+
+// WithinStdev returns the share, in percent, of h's values within its
+// mean ± one standard deviation, each value taken at its bucket's middle
+// as Mean and StdDev take it: wrk's "+/- Stdev" (stats_within_stdev) and
+// h2load's "+/- sd". 0 when h is empty.
+func (h *Histogram) WithinStdev() float64 {
+	n := h.Count()
+	if n == 0 {
+		return 0
+	}
+	mean, sd := h.h.Mean(), h.h.StdDev()
+	var in int64
+	for _, b := range h.h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		if v := float64(b.From+b.To) / 2; v >= mean-sd && v <= mean+sd {
+			in += b.Count
+		}
+	}
+	return 100 * float64(in) / float64(n)
+}

@@ -234,3 +234,27 @@ func TestEncodeV2IsTheCompressedPayload(t *testing.T) {
 		}
 	}
 }
+
+// TestWithinStdev: the share of values within mean ± stdev, as wrk's
+// "+/- Stdev" counts it.
+func TestWithinStdev(t *testing.T) {
+	h := New()
+	if got := h.WithinStdev(); got != 0 {
+		t.Errorf("empty: WithinStdev() = %v, want 0", got)
+	}
+	// 8 values at 100 µs and one each at 10 µs and 1000 µs: mean 172, sd
+	// about 268, so [-96, 440] holds the 8 and the 10 µs one.
+	for range 8 {
+		h.RecordMicros(100)
+	}
+	h.RecordMicros(10)
+	h.RecordMicros(1000)
+	if got := h.WithinStdev(); got != 90 {
+		t.Errorf("WithinStdev() = %v, want 90", got)
+	}
+	c := New()
+	c.RecordMicros(500)
+	if got := c.WithinStdev(); got != 100 {
+		t.Errorf("one value: WithinStdev() = %v, want 100", got)
+	}
+}

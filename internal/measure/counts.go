@@ -23,6 +23,16 @@ type Counts struct {
 	Requests int64
 	// BytesRead counts response wire bytes (headers, framing, body).
 	BytesRead int64
+	// HeaderBytes and BodyBytes split the completed responses' BytesRead
+	// (h2load's "traffic: headers, data"): HeaderBytes their header
+	// sections as on the wire (HTTP/1.1 status and header lines, interim
+	// responses and trailers included; HTTP/2 HEADERS and CONTINUATION
+	// frames), BodyBytes their bodies as received, still content-encoded
+	// (HTTP/1.1 without chunk framing; HTTP/2 DATA payloads). The rest of
+	// BytesRead is framing.
+	HeaderBytes, BodyBytes int64
+	// Encodings counts completed responses by Content-Encoding.
+	Encodings [NumEncodings]int64
 	// Status counts completed responses by status code.
 	Status [MaxStatus]int64
 	// Errors counts failed requests by kind.
@@ -60,6 +70,11 @@ func (c *Counts) Add(o *Counts) {
 	c.Issued += o.Issued
 	c.Requests += o.Requests
 	c.BytesRead += o.BytesRead
+	c.HeaderBytes += o.HeaderBytes
+	c.BodyBytes += o.BodyBytes
+	for i := range c.Encodings {
+		c.Encodings[i] += o.Encodings[i]
+	}
 	for i := range c.Status {
 		c.Status[i] += o.Status[i]
 	}
@@ -112,6 +127,18 @@ func (c *Counts) ErrorMap() map[string]int64 {
 	for k, v := range c.Errors {
 		if v != 0 {
 			m[ErrorKind(k).String()] = v
+		}
+	}
+	return m
+}
+
+// EncodingMap returns the non-zero Content-Encoding counts by name
+// (Encoding.String).
+func (c *Counts) EncodingMap() map[string]int64 {
+	m := map[string]int64{}
+	for e, v := range c.Encodings {
+		if v != 0 {
+			m[Encoding(e).String()] = v
 		}
 	}
 	return m

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,29 +29,35 @@ func Build(r *Run) (*Report, error) {
 	window := r.Window.Seconds()
 	c := &r.Counts
 	rep := &Report{
-		RunID:                 r.ID,
-		Target:                r.Target,
-		StartedAt:             r.StartedAt.UTC(),
-		DurationS:             window,
-		PlanDurationS:         r.PlanDuration.Seconds(),
-		PlanRequests:          r.PlanRequests,
-		StoppedEarly:          r.StoppedEarly,
-		Partial:               r.Partial || r.CoordinatorLost != "",
-		Aborted:               r.Aborted,
-		OnAgentLoss:           r.OnAgentLoss,
-		CoordinatorStallS:     r.CoordinatorStall.Seconds(),
-		CoordinatorLost:       r.CoordinatorLost,
-		AgentCount:            max(len(r.Agents), r.AgentCount),
-		LostAgents:            slices.Clone(r.LostAgents),
-		Connections:           r.Connections,
-		Issued:                c.Issued,
-		Requests:              c.Requests,
-		InFlight:              r.InFlight,
-		BytesRead:             c.BytesRead,
+		RunID:             r.ID,
+		Target:            r.Target,
+		StartedAt:         r.StartedAt.UTC(),
+		DurationS:         window,
+		PlanDurationS:     r.PlanDuration.Seconds(),
+		PlanRequests:      r.PlanRequests,
+		StoppedEarly:      r.StoppedEarly,
+		Partial:           r.Partial || r.CoordinatorLost != "",
+		Aborted:           r.Aborted,
+		OnAgentLoss:       r.OnAgentLoss,
+		CoordinatorStallS: r.CoordinatorStall.Seconds(),
+		CoordinatorLost:   r.CoordinatorLost,
+		AgentCount:        max(len(r.Agents), r.AgentCount),
+		LostAgents:        slices.Clone(r.LostAgents),
+		Connections:       r.Connections,
+		Issued:            c.Issued,
+		Requests:          c.Requests,
+		InFlight:          r.InFlight,
+		BytesRead:         c.BytesRead,
+		HeaderBytes:       c.HeaderBytes,
+		BodyBytes:         c.BodyBytes,
+		ContentEncoding:   c.EncodingMap(),
+		WithinStdevPct: WithinStdev{Latency: hs.Latency.WithinStdev(), Service: hs.Service.WithinStdev(),
+			Connect: hs.Connect.WithinStdev(), TTFB: hs.TTFB.WithinStdev()},
 		Status:                statusMap(c),
 		Errors:                c.ErrorMap(),
 		Latency:               hs.Latency.Summarize(),
 		StartSkewUs:           us(r.StartSkew),
+		StartSkewUnknown:      r.StartSkewUnknown,
 		ConnectionsOpened:     c.ConnectionsOpened,
 		Reconnects:            c.Reconnects,
 		Retries:               c.Retries,
@@ -124,7 +131,7 @@ func Build(r *Run) (*Report, error) {
 			Name: a.Name, Connections: a.Connections, Requests: a.Requests,
 			Errors: a.Errors, InFlight: a.InFlight, CPUs: a.CPUs,
 			ClockOffsetUs: us(a.ClockOffset), RTTUs: us(a.RTT),
-			StartOffsetUs: us(a.StartOffset), Error: a.Error,
+			StartOffsetUs: us(a.StartOffset), StartOffsetUnknown: a.StartOffsetUnknown, Error: a.Error,
 			CPUList: a.CPUList, Missed: a.Missed,
 		}
 		ran := window // a lost agent's rates are over the time its load ran
@@ -143,8 +150,58 @@ func Build(r *Run) (*Report, error) {
 		rep.AgentRows = append(rep.AgentRows, row)
 	}
 	rep.Provenance = provenanceOf(r)
+	rep.ReqPerSec = rateStats(reqPerSecSamples(r))
 	rep.flagClientBound()
 	return rep, nil
+}
+
+// reqPerSecSamples returns the per-agent rate samples of r: every agent's
+// interval rates, or without any (no agent rows) each interval's rate
+// over the agents merged in it.
+func reqPerSecSamples(r *Run) []float64 {
+	var out []float64
+	for _, a := range r.Agents {
+		out = append(out, a.IntervalRPS...)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, pt := range r.Timeline {
+		if pt.Length > 0 && pt.Agents > 0 {
+			out = append(out, float64(pt.Requests)/pt.Length.Seconds()/float64(pt.Agents))
+		}
+	}
+	return out
+}
+
+// rateStats summarizes samples as wrk's stats.c does: mean, sample
+// standard deviation (n-1), max, and the share within mean ± stdev. Nil
+// without samples.
+func rateStats(samples []float64) *RateStats {
+	if len(samples) == 0 {
+		return nil
+	}
+	st := &RateStats{Samples: len(samples)}
+	for _, v := range samples {
+		st.Mean += v
+		st.Max = max(st.Max, v)
+	}
+	st.Mean /= float64(len(samples))
+	if len(samples) > 1 {
+		var ss float64
+		for _, v := range samples {
+			ss += (v - st.Mean) * (v - st.Mean)
+		}
+		st.Stdev = math.Sqrt(ss / float64(len(samples)-1))
+	}
+	in := 0
+	for _, v := range samples {
+		if v >= st.Mean-st.Stdev && v <= st.Mean+st.Stdev {
+			in++
+		}
+	}
+	st.WithinStdevPct = 100 * float64(in) / float64(len(samples))
+	return st
 }
 
 // Client-bound thresholds (docs/design.md, invariant 6): ClientBusyLimit

@@ -52,7 +52,10 @@ type Run struct {
 	Histograms *hist.Set
 	Counts     measure.Counts
 	InFlight   int64
-	StartSkew  time.Duration
+	// StartSkew is the spread of the agents' first sends; StartSkewUnknown
+	// is set when an agent's first send is unknown (no skew then).
+	StartSkew        time.Duration
+	StartSkewUnknown bool
 	// Warmup and WarmupDuration: the warm-up's outcomes (0: none).
 	Warmup         measure.Counts
 	WarmupDuration time.Duration
@@ -111,8 +114,15 @@ type AgentRun struct {
 	CPUs                       int32
 	CPUList                    string
 	ClockOffset, RTT           time.Duration
-	StartOffset                time.Duration
-	Error                      string
+	// StartOffset is its first send minus the start instant;
+	// StartOffsetUnknown is set when that is not known (it sent nothing,
+	// or failed before its end).
+	StartOffset        time.Duration
+	StartOffsetUnknown bool
+	Error              string
+	// IntervalRPS is its completed responses per second in each interval
+	// (wrk's per-thread Req/Sec samples); empty when unknown.
+	IntervalRPS []float64
 	// Rate is the agent's share of the open-loop rate. Lost is set when
 	// the run lost it after the start; LostAt is when (from the window's
 	// start) and Ran how long its load ran as far as the result holds it.
@@ -242,8 +252,11 @@ type Report struct {
 	// loop its intended send time) to its last body byte; null when there
 	// were none.
 	Latency *hist.Summary `json:"latency_us"`
-	// StartSkewUs is the spread of the agents' first sends, µs.
-	StartSkewUs float64 `json:"start_skew_us"`
+	// StartSkewUs is the spread of the agents' first sends, µs;
+	// StartSkewUnknown is set (and StartSkewUs 0) when an agent's first
+	// send is unknown (it sent nothing, or failed before its end).
+	StartSkewUs      float64 `json:"start_skew_us"`
+	StartSkewUnknown bool    `json:"start_skew_unknown,omitempty"`
 	// ConnectionsOpened counts connections opened in the window (those
 	// opened before the start count in the first interval).
 	ConnectionsOpened int64 `json:"connections_opened"`
@@ -271,6 +284,27 @@ type Report struct {
 	// (the plan's, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS);
 	// 0 for HTTP/1.1.
 	MaxStreams int32 `json:"h2_max_streams,omitempty"`
+	// HeaderBytes and BodyBytes split completed responses' BytesRead
+	// (h2load's "traffic: headers, data"): header sections as on the wire
+	// (HTTP/2: HPACK-compressed HEADERS frames), bodies as received, still
+	// content-encoded; the rest is framing.
+	HeaderBytes int64 `json:"header_bytes"`
+	BodyBytes   int64 `json:"body_bytes"`
+	// ContentEncoding maps each Content-Encoding seen ("identity" when
+	// absent, "gzip", "br", "deflate", "zstd", "compress", "other") to its
+	// completed responses.
+	ContentEncoding map[string]int64 `json:"content_encoding"`
+	// WithinStdevPct is, per distribution, the share in percent of its
+	// samples within its mean ± one standard deviation (wrk's "+/- Stdev",
+	// h2load's "+/- sd"); 0 without samples.
+	WithinStdevPct WithinStdev `json:"within_stdev_pct"`
+	// ReqPerSec summarizes the per-agent request rate samples, agents being
+	// Phalanx's threads: each agent's completed responses per second in
+	// each interval (wrk samples each thread's rate every 100 ms; Phalanx's
+	// interval is --interval, 1 s by default). Without agent rows (the
+	// coordinator was lost) a sample is an interval's rate over its agents.
+	// Nil without samples.
+	ReqPerSec *RateStats `json:"req_per_sec,omitempty"`
 	// Warmup reports the warm-up, excluded from everything above; absent
 	// without one.
 	Warmup *Warmup `json:"warmup,omitempty"`
@@ -329,6 +363,26 @@ type Stage struct {
 	ChangeSkewUs float64 `json:"change_skew_us"`
 }
 
+// WithinStdev is, per distribution of a Report, the percentage of its
+// samples within mean ± stdev.
+type WithinStdev struct {
+	Latency float64 `json:"latency"`
+	Service float64 `json:"service_time"`
+	Connect float64 `json:"connect"`
+	TTFB    float64 `json:"ttfb"`
+}
+
+// RateStats summarizes request rate samples, requests per second: wrk's
+// "Req/Sec" row (Stdev is the sample standard deviation, n-1, as wrk's
+// stats_stdev).
+type RateStats struct {
+	Samples        int     `json:"samples"`
+	Mean           float64 `json:"mean"`
+	Stdev          float64 `json:"stdev"`
+	Max            float64 `json:"max"`
+	WithinStdevPct float64 `json:"within_stdev_pct"`
+}
+
 // Handshakes counts TLS handshakes by kind.
 type Handshakes struct {
 	Full    int64 `json:"full"`
@@ -369,8 +423,11 @@ type Agent struct {
 	Missed        int64   `json:"missed"`
 	ClockOffsetUs float64 `json:"clock_offset_us"`
 	RTTUs         float64 `json:"rtt_us"`
-	// StartOffsetUs is the agent's first send minus the start instant.
-	StartOffsetUs float64 `json:"start_offset_us"`
+	// StartOffsetUs is the agent's first send minus the start instant;
+	// StartOffsetUnknown is set (and StartOffsetUs 0) when it is not
+	// known: the agent sent nothing, or failed before its end.
+	StartOffsetUs      float64 `json:"start_offset_us"`
+	StartOffsetUnknown bool    `json:"start_offset_unknown,omitempty"`
 	// Error says why the agent's share ended early; its measurements up to
 	// then are included.
 	Error string `json:"error,omitempty"`

@@ -74,7 +74,8 @@ func result(t *testing.T) *pb.RunResult {
 			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, Latency: quantiles(t, 520, 910, 991, 999), CpuBusy: []float64{0.26, 0.24}},
 		},
 		Counters: &pb.Counters{
-			Issued: 1005, Requests: 1000, BytesRead: 1 << 20,
+			Issued: 1005, Requests: 1000, BytesRead: 1 << 20, HeaderBytes: 150_000, BodyBytes: 890_000,
+			ContentEncoding:   map[string]int64{"br": 980, "identity": 20},
 			Status:            map[int32]int64{200: 990, 503: 10},
 			Errors:            map[string]int64{"refused": 1, "reset": 1, "timeout": 1},
 			ConnectionsOpened: 2, Reconnects: 0, HandshakesFull: 2, HandshakesResumed: 1,
@@ -83,8 +84,10 @@ func result(t *testing.T) *pb.RunResult {
 		InFlight:  2,
 		StartSkew: durationpb.New(150 * time.Microsecond),
 		Agents: []*pb.AgentResult{
-			{Name: "agent-1", Connections: 2, Requests: 600, Errors: 3, CpuTime: durationpb.New(time.Second), Cpus: 2, StartOffset: durationpb.New(40 * time.Microsecond)},
-			{Name: "agent-2", Connections: 2, Requests: 400, CpuTime: durationpb.New(500 * time.Millisecond), Cpus: 1, StartOffset: durationpb.New(190 * time.Microsecond), Error: "agent agent-2: stream ended without a result"},
+			{Name: "agent-1", Connections: 2, Requests: 600, Errors: 3, CpuTime: durationpb.New(time.Second), Cpus: 2, StartOffset: durationpb.New(40 * time.Microsecond),
+				IntervalRps: []float64{290, 310}},
+			{Name: "agent-2", Connections: 2, Requests: 400, CpuTime: durationpb.New(500 * time.Millisecond), Cpus: 1, StartOffset: durationpb.New(190 * time.Microsecond), Error: "agent agent-2: stream ended without a result",
+				IntervalRps: []float64{190, 210}},
 		},
 	}
 }
@@ -245,13 +248,15 @@ func TestClientBound(t *testing.T) {
 	if !strings.Contains(ob.String(), "1947 sends started late (missed), 1000 of them never sent") {
 		t.Errorf("overloaded open-loop text report:\n%s\nwant the never-sent named", ob.String())
 	}
-	// The distribution's heading says where open-loop latency starts.
+	// The notes say where open-loop latency starts; the distribution's
+	// heading is wrk's.
 	var b strings.Builder
 	if err := r.WriteText(&b, report.TextOptions{Latency: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "Latency Distribution (completed responses, intended send time to last byte)") {
-		t.Errorf("open-loop text report:\n%s\nwant the distribution measured from the intended send time", b.String())
+	if !strings.Contains(b.String(), "requests/sec target; latency from each request's intended send time\n") ||
+		!strings.Contains(b.String(), "\n  Latency Distribution\n") {
+		t.Errorf("open-loop text report:\n%s\nwant the latency measured from the intended send time, and wrk's distribution heading", b.String())
 	}
 }
 
@@ -275,7 +280,8 @@ func TestEmptyHistogramSaysNoSamples(t *testing.T) {
 	if err := r.WriteText(&text, report.TextOptions{Latency: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "no samples") || strings.Contains(text.String(), "NaN") {
+	if !strings.Contains(text.String(), "no samples") || strings.Contains(text.String(), "NaN") ||
+		!strings.Contains(text.String(), "\n    Latency          -         -        -       -\n") || !strings.Contains(text.String(), "\n     50%         -\n") {
 		t.Fatalf("text report of an empty run:\n%s", text.String())
 	}
 	var js bytes.Buffer
@@ -380,7 +386,7 @@ func TestStoppedEarly(t *testing.T) {
 	for _, want := range []string{
 		"Running 10s test @ https://127.0.0.1:8443/\n  2 agents and 4 connections\n  Stopped early by the user after 4.21s of 10s\n",
 		"  1000 requests in 4.21s, ",
-		"Requests/sec:     237.53\n",
+		"Requests/sec:    237.53\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("no %q in\n%s", want, text.String())

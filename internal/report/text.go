@@ -15,21 +15,56 @@ import (
 type TextOptions struct {
 	// Latency prints the percentile distribution (wrk's --latency).
 	Latency bool
+	// NoHeader leaves out the "Running ... @ URL" header, printed by
+	// WriteHeader when the run started.
+	NoHeader bool
 }
 
-// WriteText writes r in wrk's layout, extended with the cluster's lines.
+// Header is what the text report's first lines say, known when the run
+// starts: wrk's "Running 10s test @ URL" and "N threads and M connections",
+// agents being Phalanx's threads.
+type Header struct {
+	Target string
+	// Duration is the planned window (-d); Requests the planned count (-n),
+	// which the header names instead when set.
+	Duration    time.Duration
+	Requests    int64
+	Agents      int
+	Connections int64
+}
+
+// WriteHeader writes h as the report's first two lines (wrk's layout).
+func WriteHeader(w io.Writer, h Header) error {
+	p := &printer{w: w}
+	p.header(h)
+	return p.err
+}
+
+func (p *printer) header(h Header) {
+	if h.Requests > 0 {
+		p.f("Running %d-request test @ %s\n", h.Requests, h.Target)
+	} else {
+		p.f("Running %s test @ %s\n", fmtWindow(h.Duration.Seconds()), h.Target)
+	}
+	p.f("  %s and %s\n", plural(int64(h.Agents), "agent"), plural(h.Connections, "connection"))
+}
+
+// WriteText writes r in wrk's layout (wrk 4.1 with --latency: its labels,
+// columns and units), agents taking the place of wrk's threads, then the
+// cluster's own lines after Transfer/sec. Phalanx's notes on the run
+// (stopped early, lost agents, open loop, HTTP/2) follow the header, where
+// wrk2 prints its calibration lines.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
-	r.writeWarnings(p)
-	switch {
-	case r.PlanRequests > 0:
-		p.f("Running %d-request test @ %s\n", r.PlanRequests, r.Target)
-	case (r.StoppedEarly || r.Partial) && r.PlanDurationS > 0:
-		p.f("Running %s test @ %s\n", fmtWindow(r.PlanDurationS), r.Target) // as planned; the next lines say what ran
-	default:
-		p.f("Running %s test @ %s\n", fmtWindow(r.DurationS), r.Target)
+	r.writeWarnings(p) // at the top; after the header when it was printed at the start
+	if !o.NoHeader {
+		window := r.PlanDurationS
+		if window == 0 {
+			window = r.DurationS
+		}
+		p.header(Header{Target: r.Target, Duration: time.Duration(window * float64(time.Second)), Requests: r.PlanRequests,
+			Agents: r.AgentCount, Connections: r.Connections})
 	}
-	p.f("  %s and %s\n", plural(int64(r.AgentCount), "agent"), plural(r.Connections, "connection"))
 	if r.StoppedEarly {
 		of := ""
 		if r.PlanDurationS > 0 {
@@ -46,22 +81,69 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	if r.Latency == nil {
 		p.f("  Latency: no samples (no request completed in the window)\n")
+	}
+	r.writeWrk(p, o)
+	r.writeCluster(p)
+	return p.err
+}
+
+// writeWrk writes wrk's block, from "Thread Stats" to "Transfer/sec", in
+// wrk.c's formats (print_stats_header, print_stats, print_units,
+// print_stats_latency).
+func (r *Report) writeWrk(p *printer, o TextOptions) {
+	// Without samples every figure is unknown ("-"), never 0.00us or
+	// wrk's -nan%.
+	p.f("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev")
+	if lat := r.Latency; lat != nil {
+		p.f("    %-10s%s%s%s%8.2f%%\n", "Latency", wrkUnits(fmtUs(lat.Mean), 8), wrkUnits(fmtUs(lat.Stdev), 10),
+			wrkUnits(fmtUs(float64(lat.Max)), 9), r.WithinStdevPct.Latency)
 	} else {
-		p.f("  %-10s %9s %9s %9s\n", "", "Avg", "Stdev", "Max")
-		p.f("    %-8s %9s %9s %9s\n", "Latency", fmtUs(r.Latency.Mean), fmtUs(r.Latency.Stdev), fmtUs(float64(r.Latency.Max)))
-		if o.Latency {
-			from := "request start"
-			if r.Mode == "open" {
-				from = "intended send time"
+		p.f("    %-10s%8s%10s%9s%8s\n", "Latency", "-", "-", "-", "-")
+	}
+	if rps := r.ReqPerSec; rps != nil {
+		p.f("    %-10s%s%s%s%8.2f%%\n", "Req/Sec", wrkUnits(fmtMetric(rps.Mean), 8), wrkUnits(fmtMetric(rps.Stdev), 10),
+			wrkUnits(fmtMetric(rps.Max), 9), rps.WithinStdevPct)
+	} else {
+		p.f("    %-10s%8s%10s%9s%8s\n", "Req/Sec", "-", "-", "-", "-")
+	}
+	if o.Latency {
+		p.f("  Latency Distribution\n")
+		lat := r.Latency
+		for _, q := range []struct {
+			label string
+			v     func(*hist.Summary) int64
+		}{
+			{"50", func(s *hist.Summary) int64 { return s.P50 }}, {"75", func(s *hist.Summary) int64 { return s.P75 }},
+			{"90", func(s *hist.Summary) int64 { return s.P90 }}, {"99", func(s *hist.Summary) int64 { return s.P99 }},
+			{"99.9", func(s *hist.Summary) int64 { return s.P999 }}, {"99.99", func(s *hist.Summary) int64 { return s.P9999 }},
+		} {
+			v := fmt.Sprintf("%10s", "-")
+			if lat != nil {
+				v = wrkUnits(fmtUs(float64(q.v(lat))), 10)
 			}
-			p.f("  Latency Distribution (completed responses, %s to last byte)\n", from)
-			for _, q := range []struct {
-				label string
-				v     int64
-			}{{"50%", r.Latency.P50}, {"75%", r.Latency.P75}, {"90%", r.Latency.P90}, {"99%", r.Latency.P99}, {"99.9%", r.Latency.P999}, {"99.99%", r.Latency.P9999}} {
-				p.f("  %7s %9s\n", q.label, fmtUs(float64(q.v)))
-			}
+			p.f("%7s%%%s\n", q.label, v)
 		}
+	}
+	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
+	if se := r.SocketErrors(); se != (SocketErrors{}) {
+		p.f("  Socket errors: connect %d, read %d, write %d, timeout %d\n", se.Connect, se.Read, se.Write, se.Timeout)
+	}
+	if n := r.ErrorTotal(); n > 0 {
+		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
+	}
+	if r.Non2xx3xx > 0 {
+		p.f("  Non-2xx or 3xx responses: %d\n", r.Non2xx3xx)
+	}
+	p.f("Requests/sec: %9.2f\n", r.RPS)
+	p.f("Transfer/sec: %10sB\n", strings.TrimSuffix(fmtBytes(r.TransferBps), "B"))
+}
+
+// writeCluster writes Phalanx's lines after wrk's block: status codes,
+// phases, connections, TLS, compression, open-loop and stage figures,
+// skew, warm-up, the client-bound warning and the agents.
+func (r *Report) writeCluster(p *printer) {
+	if r.notAll200() {
+		p.f("Status codes: %s\n", fmtMap(r.Status))
 	}
 	phases := []struct {
 		name string
@@ -73,13 +155,12 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			continue
 		}
 		if !header {
-			p.f("  %-13s %9s %9s %9s %9s %8s\n", "Phases", "Avg", "p50", "p99", "Max", "Count")
+			p.f("Phases:%17s %9s %9s %9s %8s\n", "Avg", "p50", "p99", "Max", "Count")
 			header = true
 		}
-		p.f("    %-11s %9s %9s %9s %9s %8d\n", ph.name, fmtUs(ph.s.Mean), fmtUs(float64(ph.s.P50)), fmtUs(float64(ph.s.P99)), fmtUs(float64(ph.s.Max)), ph.s.Count)
+		p.f("  %-13s %9s %9s %9s %9s %8d\n", ph.name, fmtUs(ph.s.Mean), fmtUs(float64(ph.s.P50)), fmtUs(float64(ph.s.P99)), fmtUs(float64(ph.s.Max)), ph.s.Count)
 	}
-	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
-	p.f("  %s opened, %s", plural(r.ConnectionsOpened, "connection"), plural(r.Reconnects, "reconnect"))
+	p.f("Connections:  %s opened, %s", plural(r.ConnectionsOpened, "connection"), plural(r.Reconnects, "reconnect"))
 	if r.Handshakes.Full+r.Handshakes.Resumed > 0 {
 		p.f("; TLS handshakes: %d full, %d resumed", r.Handshakes.Full, r.Handshakes.Resumed)
 	}
@@ -88,21 +169,18 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	p.f("\n")
 	if len(r.TLS.Version) > 0 {
-		p.f("  TLS (connections): %s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))
+		p.f("TLS:          %s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))
 		if len(r.TLS.ALPN) > 0 {
 			p.f("; ALPN %s", fmtCounts(r.TLS.ALPN))
 		}
-		p.f("\n")
+		p.f(" (connections)\n")
+	}
+	if r.Requests > 0 {
+		p.f("Content:      %s; body %s of %s on the wire (headers %s)\n", fmtCounts(r.ContentEncoding),
+			fmtBytes(float64(r.BodyBytes)), fmtBytes(float64(r.BytesRead)), fmtBytes(float64(r.HeaderBytes)))
 	}
 	if r.InFlight > 0 {
-		p.f("  %d requests in flight when the window closed (not counted above)\n", r.InFlight)
-	}
-	if r.Non2xx3xx > 0 {
-		p.f("  Non-2xx or 3xx responses: %d\n", r.Non2xx3xx)
-		p.f("  Status codes: %s\n", fmtMap(r.Status))
-	}
-	if n := r.ErrorTotal(); n > 0 {
-		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
+		p.f("In flight:    %d requests when the window closed (not counted above)\n", r.InFlight)
 	}
 	if r.Mode == "open" {
 		label := "Target"
@@ -113,22 +191,33 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		if r.Unsent > 0 {
 			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
 		}
-		p.f("  %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
+		p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
 	}
 	if len(r.Stages) > 0 {
-		p.f("  %-6s %8s %8s %16s %10s %9s %9s %7s\n", "Stage", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")
+		p.f("%-8s %8s %8s %16s %10s %9s %9s %7s\n", "Stages:", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")
 		for _, st := range r.Stages {
 			p50, p99 := "-", "-"
 			if st.Latency != nil {
 				p50, p99 = fmtUs(float64(st.Latency.P50)), fmtUs(float64(st.Latency.P99))
 			}
-			p.f("  %-6d %7.1fs %7.1fs %7d → %-6d %10.2f %9s %9s %7d\n", st.Index, st.StartS, st.DurationS, st.TargetFrom, st.TargetTo, st.RPS, p50, p99, sum(st.Errors))
+			p.f("  %-6d %7.2fs %7.2fs %7d → %-6d %10.2f %9s %9s %7d\n", st.Index, st.StartS, st.DurationS, st.TargetFrom, st.TargetTo, st.RPS, p50, p99, sum(st.Errors))
 		}
 	}
-	p.f("Requests/sec: %10.2f\n", r.RPS)
-	p.f("Transfer/sec: %10s\n", fmtBytes(r.TransferBps))
 	if r.CoordinatorLost == "" {
-		p.f("Start skew:   %10s across agents\n", fmtUs(r.StartSkewUs))
+		skew, across := "-", "agents"
+		if !r.StartSkewUnknown {
+			skew = fmtUs(r.StartSkewUs)
+		}
+		known := 0
+		for _, a := range r.AgentRows {
+			if !a.StartOffsetUnknown {
+				known++
+			}
+		}
+		if known < len(r.AgentRows) {
+			across = fmt.Sprintf("the %d of %d agents whose first send is known", known, len(r.AgentRows))
+		}
+		p.f("Start skew:   %10s across %s\n", skew, across)
 	}
 	if w := r.Warmup; w != nil {
 		p.f("Warm-up:      %s, %d requests, %d errors (excluded above)\n", fmtSeconds(w.DurationS), w.Requests, sum(w.Errors))
@@ -138,7 +227,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	if r.CoordinatorLost != "" {
 		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.RunID)
-		return p.err
+		return
 	}
 	p.f("Agents:\n")
 	p.f("  %-20s %6s %10s %10s %7s %8s %10s %10s %s\n", "NAME", "CONNS", "REQUESTS", "REQ/S", "CPU", "ERRORS", "START", "OFFSET", "PINNED")
@@ -147,14 +236,52 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		if pinned == "" {
 			pinned = "-"
 		}
-		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s %10s %s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, fmtSignedUs(a.StartOffsetUs), fmtSignedUs(a.ClockOffsetUs), pinned)
+		start := "-"
+		if !a.StartOffsetUnknown {
+			start = fmtSignedUs(a.StartOffsetUs)
+		}
+		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s %10s %s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, start, fmtSignedUs(a.ClockOffsetUs), pinned)
 		if a.Error != "" {
 			p.f("    ! %s (its measurements until then are included)\n", a.Error)
 		}
 	}
 	r.writeProvenance(p)
 	p.f("Run ID: %s\n", r.RunID)
-	return p.err
+}
+
+// notAll200 reports whether any completed response had a status other
+// than 200 (a redirect too: never a silent success).
+func (r *Report) notAll200() bool {
+	for code, n := range r.Status {
+		if code != "200" && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// SocketErrors are wrk's four error counters, mapped from Phalanx's error
+// kinds as wrk counts its own: connect (connect, tls, local: wrk counts a
+// failed handshake and a failed socket as connect errors), read (reset,
+// closed, truncated, protocol, refused: wrk counts every failed read and
+// parse as a read error), write (0: Phalanx counts a failed write by its
+// cause, a reset or a close) and timeout.
+type SocketErrors struct{ Connect, Read, Write, Timeout int64 }
+
+// SocketErrors returns r's errors as wrk's counters.
+func (r *Report) SocketErrors() SocketErrors {
+	var se SocketErrors
+	for kind, n := range r.Errors {
+		switch kind {
+		case "connect", "tls", "local":
+			se.Connect += n
+		case "timeout":
+			se.Timeout += n
+		default:
+			se.Read += n
+		}
+	}
+	return se
 }
 
 // writeLosses writes what made the run partial: each lost agent (when,
@@ -194,6 +321,34 @@ func (p *printer) f(format string, args ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format, args...)
 	}
+}
+
+// wrkUnits pads a formatted number to width as wrk's print_units does:
+// right-aligned, with room kept for a unit suffix of up to two letters,
+// so that the numbers of a column line up whatever their units.
+func wrkUnits(msg string, width int) string {
+	pad := 2
+	if n := len(msg); n > 0 && isLetter(msg[n-1]) {
+		pad--
+		if n > 1 && isLetter(msg[n-2]) {
+			pad--
+		}
+	}
+	return fmt.Sprintf("%*s", width-pad, msg) + strings.Repeat(" ", pad)
+}
+
+func isLetter(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }
+
+// fmtMetric formats a rate as wrk's format_metric: two decimals with a
+// metric suffix (k, M, G; powers of 1000).
+func fmtMetric(v float64) string {
+	units := []string{"", "k", "M", "G"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.2f%s", v, units[i])
 }
 
 // fmtUs formats microseconds as wrk does: us, ms or s with two decimals.

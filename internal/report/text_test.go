@@ -2,7 +2,10 @@ package report_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -35,4 +38,70 @@ func TestGoldenTextOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "report_open.txt", text.Bytes())
+}
+
+// TestUnknownStartIsDash: an agent whose first send is unknown (it failed
+// before its end) shows "-" as its start, never +0.00us, and a skew over
+// fewer than two of several agents is "-", never 0.00us.
+func TestUnknownStartIsDash(t *testing.T) {
+	res := result(t)
+	res.Agents[1].StartOffset = nil
+	res.StartSkew = durationpb.New(0) // over agent-1 alone
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := text.String()
+	for _, want := range []string{
+		"Start skew:            - across the 1 of 2 agents whose first send is known\n",
+		"  agent-2                   2        400     200.00   25.0%        0          -    +0.00us -\n",
+		"  agent-1                   2        600     300.00   25.0%        3   +40.00us    +0.00us -\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if !r.StartSkewUnknown || !r.AgentRows[1].StartOffsetUnknown || r.AgentRows[0].StartOffsetUnknown {
+		t.Errorf("skew unknown %v, agent offsets unknown %v %v; want true, false, true", r.StartSkewUnknown, r.AgentRows[0].StartOffsetUnknown, r.AgentRows[1].StartOffsetUnknown)
+	}
+}
+
+// TestStatusCodesUnlessAll200: a redirect is a completed response, not an
+// error (no Non-2xx line), but the status codes are printed whenever any
+// response is not 200; an all-200 run has no status line.
+func TestStatusCodesUnlessAll200(t *testing.T) {
+	for _, tc := range []struct {
+		status     map[int32]int64
+		want, none []string
+	}{
+		{map[int32]int64{200: 990, 302: 10}, []string{"\nStatus codes: 200 990, 302 10\n"}, []string{"Non-2xx"}},
+		{map[int32]int64{301: 1000}, []string{"\nStatus codes: 301 1000\n"}, []string{"Non-2xx"}},
+		{map[int32]int64{200: 1000}, nil, []string{"Status codes", "Non-2xx"}},
+		{map[int32]int64{200: 999, 404: 1}, []string{"\n  Non-2xx or 3xx responses: 1\n", "\nStatus codes: 200 999, 404 1\n"}, nil},
+	} {
+		res := result(t)
+		res.Counters.Status = tc.status
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text.String(), w) {
+				t.Errorf("status %v: no %q in\n%s", tc.status, w, text.String())
+			}
+		}
+		for _, n := range tc.none {
+			if strings.Contains(text.String(), n) {
+				t.Errorf("status %v: %q in\n%s", tc.status, n, text.String())
+			}
+		}
+	}
 }

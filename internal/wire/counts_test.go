@@ -25,6 +25,9 @@ func TestCountsFromProtoRejects(t *testing.T) {
 	}{
 		{"negative requests", func(m *pb.Counters) { m.Requests = -3; m.Status = nil }, "counters: requests = -3: want 0 to 1099511627776"},
 		{"huge bytes", func(m *pb.Counters) { m.BytesRead = 1 << 62 }, "counters: bytes_read = 4611686018427387904"},
+		{"negative header bytes", func(m *pb.Counters) { m.HeaderBytes = -1 }, "counters: header_bytes = -1"},
+		{"unknown encoding", func(m *pb.Counters) { m.ContentEncoding = map[string]int64{"rot13": 1} }, `unknown content encoding "rot13"`},
+		{"negative encoding count", func(m *pb.Counters) { m.ContentEncoding = map[string]int64{"br": -1} }, "counters: content_encoding[br] = -1"},
 		{"negative missed", func(m *pb.Counters) { m.Missed = -1 }, "counters: missed = -1"},
 		{"negative status count", func(m *pb.Counters) { m.Status[200] = -2 }, "counters: status[200] = -2"},
 		{"status below 100", func(m *pb.Counters) { m.Status[42] = 1 }, "status code 42 outside [100, 600)"},

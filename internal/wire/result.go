@@ -36,7 +36,8 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),
 		Partial: r.GetPartial(), Aborted: r.GetAborted(), OnAgentLoss: p.OnAgentLoss.String(), CoordinatorStall: r.GetCoordinatorStall().AsDuration(),
 		Histograms: hs, Counts: counts, InFlight: r.GetInFlight(), StartSkew: r.GetStartSkew().AsDuration(),
-		Warmup: warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
+		StartSkewUnknown: startSkewUnknown(r.GetStartSkew() != nil, r.GetAgents()),
+		Warmup:           warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
 	}
 	for _, pt := range r.GetTimeline() {
 		iv, err := IntervalFromProto(pt)
@@ -71,8 +72,9 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(), Errors: a.GetErrors(),
 			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
 			CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
-			StartOffset: a.GetStartOffset().AsDuration(), Error: a.GetError(),
-			Rate: a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),
+			StartOffset: a.GetStartOffset().AsDuration(), StartOffsetUnknown: a.GetStartOffset() == nil, Error: a.GetError(),
+			IntervalRPS: a.GetIntervalRps(),
+			Rate:        a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),
 			Provenance: ProvenanceFromProto(a.GetProvenance()),
 		}
 		if ar.Intervals, err = AgentIntervalsFromProto(a.GetIntervals()); err != nil {
@@ -81,6 +83,20 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		run.Agents = append(run.Agents, ar)
 	}
 	return run, nil
+}
+
+// startSkewUnknown reports whether a result's start skew says nothing:
+// none came, or it covers fewer than two agents of several (the others
+// failed before their first send was known), where its 0 would claim a
+// perfect start.
+func startSkewUnknown(has bool, agents []*pb.AgentResult) bool {
+	known := 0
+	for _, a := range agents {
+		if a.GetStartOffset() != nil {
+			known++
+		}
+	}
+	return len(agents) > 0 && (!has || (len(agents) > 1 && known < 2))
 }
 
 // IntervalFromProto decodes one timeline point, its latency histogram

@@ -192,7 +192,13 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
-		Missed: c.Missed, Unsent: c.Unsent,
+		Missed: c.Missed, Unsent: c.Unsent, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes,
+	}
+	for enc, n := range c.EncodingMap() {
+		if out.ContentEncoding == nil {
+			out.ContentEncoding = map[string]int64{}
+		}
+		out.ContentEncoding[enc] = n
 	}
 	for k, n := range c.TLS {
 		if out.Tls == nil {
@@ -240,7 +246,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
-		Missed: m.GetMissed(), Unsent: m.GetUnsent(),
+		Missed: m.GetMissed(), Unsent: m.GetUnsent(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(),
 	}
 	for _, f := range []struct {
 		name string
@@ -249,7 +255,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed},
-		{"missed", c.Missed}, {"unsent", c.Unsent},
+		{"missed", c.Missed}, {"unsent", c.Unsent}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
 			return measure.Counts{}, err
@@ -278,6 +284,16 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		if err := checkCount("errors["+kind+"]", n); err != nil {
 			return measure.Counts{}, err
 		}
+	}
+	for name, n := range m.GetContentEncoding() {
+		e, err := measure.ParseEncoding(name)
+		if err != nil {
+			return measure.Counts{}, fmt.Errorf("counters: %w", err)
+		}
+		if err := checkCount("content_encoding["+name+"]", n); err != nil {
+			return measure.Counts{}, err
+		}
+		c.Encodings[e] = n
 	}
 	if len(m.GetTls()) > MaxTLSKeys {
 		return measure.Counts{}, fmt.Errorf("counters: %d TLS keys: want at most %d", len(m.GetTls()), MaxTLSKeys)

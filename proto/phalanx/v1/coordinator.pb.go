@@ -966,7 +966,8 @@ type RunResult struct {
 	Counters *Counters `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
 	// in_flight counts requests not ended when the window closed.
 	InFlight int64 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	// start_skew is the spread of the agents' first sends.
+	// start_skew is the spread of the agents' first sends, over those known
+	// (see AgentResult.start_offset); absent when none is.
 	StartSkew *durationpb.Duration `protobuf:"bytes,8,opt,name=start_skew,json=startSkew,proto3" json:"start_skew,omitempty"`
 	// agents has one row per agent.
 	Agents []*AgentResult `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
@@ -1482,7 +1483,8 @@ type AgentResult struct {
 	// rtt is the round-trip time of the clock sample kept.
 	Rtt *durationpb.Duration `protobuf:"bytes,9,opt,name=rtt,proto3" json:"rtt,omitempty"`
 	// start_offset is the agent's first send minus the start instant, both in
-	// the coordinator's clock.
+	// the coordinator's clock; absent when unknown (the agent sent nothing,
+	// or failed before its Done).
 	StartOffset *durationpb.Duration `protobuf:"bytes,10,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
 	// issued counts requests the agent issued in the window.
 	Issued int64 `protobuf:"varint,11,opt,name=issued,proto3" json:"issued,omitempty"`
@@ -1511,7 +1513,11 @@ type AgentResult struct {
 	Provenance *Provenance `protobuf:"bytes,20,opt,name=provenance,proto3" json:"provenance,omitempty"`
 	// intervals are the agent's intervals as it sent them, in index order,
 	// when RunPlanRequest.agent_intervals asked for them.
-	Intervals     []*AgentInterval `protobuf:"bytes,21,rep,name=intervals,proto3" json:"intervals,omitempty"`
+	Intervals []*AgentInterval `protobuf:"bytes,21,rep,name=intervals,proto3" json:"intervals,omitempty"`
+	// interval_rps is the agent's completed responses per second in each
+	// interval it sent, in interval order: the samples of wrk's per-thread
+	// Req/Sec (agents being Phalanx's threads).
+	IntervalRps   []float64 `protobuf:"fixed64,22,rep,packed,name=interval_rps,json=intervalRps,proto3" json:"interval_rps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1693,6 +1699,13 @@ func (x *AgentResult) GetIntervals() []*AgentInterval {
 	return nil
 }
 
+func (x *AgentResult) GetIntervalRps() []float64 {
+	if x != nil {
+		return x.IntervalRps
+	}
+	return nil
+}
+
 var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
@@ -1806,7 +1819,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
 	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"changeSkew\"\xff\x05\n" +
+	"changeSkew\"\xa2\x06\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -1831,7 +1844,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\n" +
 	"provenance\x18\x14 \x01(\v2\x16.phalanx.v1.ProvenanceR\n" +
 	"provenance\x127\n" +
-	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals2\x85\x03\n" +
+	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals\x12!\n" +
+	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps2\x85\x03\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +

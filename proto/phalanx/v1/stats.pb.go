@@ -62,9 +62,23 @@ type Counters struct {
 	// unsent counts open-loop sends the schedule had due in the window that
 	// no connection took (every one was busy): never sent, so not in
 	// issued, and included in missed. Scheduled sends = issued + unsent.
-	Unsent        int64 `protobuf:"varint,13,opt,name=unsent,proto3" json:"unsent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unsent int64 `protobuf:"varint,13,opt,name=unsent,proto3" json:"unsent,omitempty"`
+	// header_bytes counts the wire bytes of completed responses' header
+	// sections: HTTP/1.1 status lines and header fields (interim responses
+	// and trailers included), HTTP/2 HEADERS and CONTINUATION frames (the
+	// HPACK-compressed block and the frame headers). body_bytes counts their
+	// message bodies as received, before any content decoding: HTTP/1.1
+	// body bytes without chunk framing, HTTP/2 DATA payloads. bytes_read
+	// minus both is framing (chunk sizes, DATA frame headers). h2load's
+	// "traffic: headers, data".
+	HeaderBytes int64 `protobuf:"varint,14,opt,name=header_bytes,json=headerBytes,proto3" json:"header_bytes,omitempty"`
+	BodyBytes   int64 `protobuf:"varint,15,opt,name=body_bytes,json=bodyBytes,proto3" json:"body_bytes,omitempty"`
+	// content_encoding maps the Content-Encoding of completed responses
+	// ("identity" when absent; gzip, br, deflate, zstd, compress; "other"
+	// for any other value) to their count.
+	ContentEncoding map[string]int64 `protobuf:"bytes,16,rep,name=content_encoding,json=contentEncoding,proto3" json:"content_encoding,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -186,6 +200,27 @@ func (x *Counters) GetUnsent() int64 {
 		return x.Unsent
 	}
 	return 0
+}
+
+func (x *Counters) GetHeaderBytes() int64 {
+	if x != nil {
+		return x.HeaderBytes
+	}
+	return 0
+}
+
+func (x *Counters) GetBodyBytes() int64 {
+	if x != nil {
+		return x.BodyBytes
+	}
+	return 0
+}
+
+func (x *Counters) GetContentEncoding() map[string]int64 {
+	if x != nil {
+		return x.ContentEncoding
+	}
+	return nil
 }
 
 // Histograms are the HdrHistograms of an interval or a run, values in
@@ -542,7 +577,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa1\x05\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfd\x06\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -560,7 +595,11 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	" \x01(\x03R\x11handshakesResumed\x12/\n" +
 	"\x03tls\x18\v \x03(\v2\x1d.phalanx.v1.Counters.TlsEntryR\x03tls\x12\x16\n" +
 	"\x06missed\x18\f \x01(\x03R\x06missed\x12\x16\n" +
-	"\x06unsent\x18\r \x01(\x03R\x06unsent\x1a9\n" +
+	"\x06unsent\x18\r \x01(\x03R\x06unsent\x12!\n" +
+	"\fheader_bytes\x18\x0e \x01(\x03R\vheaderBytes\x12\x1d\n" +
+	"\n" +
+	"body_bytes\x18\x0f \x01(\x03R\tbodyBytes\x12T\n" +
+	"\x10content_encoding\x18\x10 \x03(\v2).phalanx.v1.Counters.ContentEncodingEntryR\x0fcontentEncoding\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
@@ -568,6 +607,9 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a6\n" +
 	"\bTlsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1aB\n" +
+	"\x14ContentEncodingEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcf\x01\n" +
 	"\n" +
@@ -617,7 +659,7 @@ func file_phalanx_v1_stats_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_stats_proto_rawDescData
 }
 
-var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_phalanx_v1_stats_proto_goTypes = []any{
 	(*Counters)(nil),            // 0: phalanx.v1.Counters
 	(*Histograms)(nil),          // 1: phalanx.v1.Histograms
@@ -626,20 +668,22 @@ var file_phalanx_v1_stats_proto_goTypes = []any{
 	nil,                         // 4: phalanx.v1.Counters.StatusEntry
 	nil,                         // 5: phalanx.v1.Counters.ErrorsEntry
 	nil,                         // 6: phalanx.v1.Counters.TlsEntry
-	(*durationpb.Duration)(nil), // 7: google.protobuf.Duration
+	nil,                         // 7: phalanx.v1.Counters.ContentEncodingEntry
+	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
 }
 var file_phalanx_v1_stats_proto_depIdxs = []int32{
 	4, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
 	5, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
 	6, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
-	7, // 3: phalanx.v1.AgentInterval.start:type_name -> google.protobuf.Duration
-	7, // 4: phalanx.v1.AgentInterval.length:type_name -> google.protobuf.Duration
-	7, // 5: phalanx.v1.AgentInterval.cpu_time:type_name -> google.protobuf.Duration
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	7, // 3: phalanx.v1.Counters.content_encoding:type_name -> phalanx.v1.Counters.ContentEncodingEntry
+	8, // 4: phalanx.v1.AgentInterval.start:type_name -> google.protobuf.Duration
+	8, // 5: phalanx.v1.AgentInterval.length:type_name -> google.protobuf.Duration
+	8, // 6: phalanx.v1.AgentInterval.cpu_time:type_name -> google.protobuf.Duration
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_stats_proto_init() }
@@ -653,7 +697,7 @@ func file_phalanx_v1_stats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_stats_proto_rawDesc), len(file_phalanx_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
