@@ -61,6 +61,12 @@ func TestCaseC02ChunkedBody(t *testing.T) {
 		if r.BytesRead <= n*30 {
 			t.Errorf("wire bytes %d not above the decoded body total %d", r.BytesRead, n*30)
 		}
+		// Split as h2load's traffic line: headers as written, the body
+		// without its chunk framing.
+		fcWant(t, "header bytes", r.HeaderBytes, n*int64(len(head)))
+		fcWant(t, "body bytes", r.BodyBytes, n*30)
+		fcWant(t, "header field bytes (HTTP/1.1: as on the wire)", r.HeaderFieldBytes, n*int64(len(head)))
+		fcWantMap(t, "content encodings", r.ContentEncoding, map[string]int64{"identity": n})
 		fcWant(t, "connections opened", r.ConnectionsOpened, 4)
 		fcWant(t, "reconnects", r.Reconnects, 0)
 		fcWant(t, "server: connections accepted", srv.Stats.Accepted.Load(), 4)

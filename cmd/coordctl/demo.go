@@ -89,8 +89,15 @@ test against the target, and prints the merged report.`,
 			}
 			fmt.Fprintf(out, "demo: coordctl run -c%d -d%s --latency %s\n", p.Connections, p.Duration, p.URL)
 			view := newProgressView(out, p, false)
+			sum := &summary{w: cmd.OutOrStdout(), format: formatText, latency: true, p: p}
+			if jsonOut.name == "-" {
+				sum.format = "" // JSON alone on stdout
+			}
 			res, err := c.Coordinator.RunPlanWith(ctx, p, coordinator.RunHooks{
-				Accepted: view.accepted,
+				Accepted: func(a *pb.RunAccepted) {
+					view.accepted(a)
+					sum.accepted(int(a.GetAgents()))
+				},
 				Progress: view.interval,
 				Lost:     func(l *pb.AgentLost) { printLoss(view, l, wire.PlanToProto(p).GetOnAgentLoss()) },
 
@@ -108,7 +115,7 @@ test against the target, and prints the merged report.`,
 			if err != nil {
 				return err
 			}
-			if err := writeReport(cmd, rep, true, jsonOut); err != nil {
+			if err := writeReport(cmd, rep, sum, jsonOut); err != nil {
 				return err
 			}
 			if err := files.write(run); err != nil {

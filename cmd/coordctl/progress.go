@@ -174,7 +174,7 @@ func (v *progressView) statusLine(pr *pb.Progress) string {
 	secs := pr.GetInterval().AsDuration().Seconds()
 	fmt.Fprintf(&b, "  %.0f req/s", float64(pr.GetRequests())/max(secs, 1e-9))
 	if pr.GetP99Us() > 0 {
-		fmt.Fprintf(&b, "  p99 %v", time.Duration(pr.GetP99Us())*time.Microsecond)
+		fmt.Fprintf(&b, "  p99 %s", report.FormatMicros(float64(pr.GetP99Us())))
 	}
 	fmt.Fprintf(&b, "  %d errors", v.errors)
 	if pt != nil {
@@ -205,7 +205,7 @@ func (v *progressView) clientBound(pr *pb.Progress) string {
 		}
 		if l := pt.GetLateness(); len(l) > 0 {
 			if h, err := hist.Decode(l); err == nil && h.Count() > 0 && h.ValueAtPercentile(99) > report.LatenessLimit.Microseconds() {
-				why = append(why, fmt.Sprintf("send lateness p99 %v", time.Duration(h.ValueAtPercentile(99))*time.Microsecond))
+				why = append(why, fmt.Sprintf("send lateness p99 %s", report.FormatMicros(float64(h.ValueAtPercentile(99)))))
 			}
 		}
 	}
@@ -235,7 +235,7 @@ func progressLine(pr *pb.Progress) string {
 		line += fmt.Sprintf("  (partial: %d agents)", pt.GetAgents())
 	}
 	if pr.GetP99Us() > 0 {
-		line += fmt.Sprintf("  p99 %v", time.Duration(pr.GetP99Us())*time.Microsecond)
+		line += fmt.Sprintf("  p99 %s", report.FormatMicros(float64(pr.GetP99Us())))
 	}
 	if pr.GetErrors() > 0 {
 		line += fmt.Sprintf("  %d errors", pr.GetErrors())

@@ -61,12 +61,13 @@ type runFlags struct {
 
 	onAgentLoss string
 	quiet       bool
+	format      summaryFormat
 
 	formats formatFlags
 }
 
 func newRunCmd(co *coordinatorFlags) *cobra.Command {
-	f := runFlags{duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout), interval: wrkDuration(plan.DefaultInterval)}
+	f := runFlags{format: formatText, duration: wrkDuration(plan.DefaultDuration), timeout: wrkDuration(plan.DefaultTimeout), interval: wrkDuration(plan.DefaultInterval)}
 	cmd := &cobra.Command{
 		Use:   "run [flags] URL | PLAN.yaml [URL]",
 		Short: "Run a load test against URL, or a plan file, on the cluster's agents",
@@ -111,7 +112,14 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			st := newStopper(ctx, client, stderr, abandon)
 			pp := wire.PlanToProto(p)
 			rc := &received{agentIntervals: f.formats.agentIntervals()}
-			res, err := submit(ctx, client, co.addr, pp, stderr, st.setRunID, rc)
+			sum := &summary{w: cmd.OutOrStdout(), format: f.format, latency: f.latency, p: p}
+			if out.name == "-" {
+				sum.format = "" // JSON alone on stdout
+			}
+			res, err := submit(ctx, client, co.addr, pp, stderr, func(id string) {
+				st.setRunID(id)
+				sum.accepted(rc.agents) // at RunAccepted, before any progress
+			}, rc)
 			st.close()
 			stderr.done() // the report or an error follows
 			if sig := st.abandonedBy(); sig != nil {
@@ -129,7 +137,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 				if rerr != nil {
 					return fmt.Errorf("%s; no partial report: %w", how, rerr)
 				}
-				if werr := writeReport(cmd, rep, f.latency, out); werr != nil {
+				if werr := writeReport(cmd, rep, sum, out); werr != nil {
 					return werr
 				}
 				if werr := files.write(run); werr != nil {
@@ -156,7 +164,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := writeReport(cmd, rep, f.latency, out); err != nil {
+			if err := writeReport(cmd, rep, sum, out); err != nil {
 				return err
 			}
 			if err := files.write(run); err != nil {
@@ -212,6 +220,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	f.formats.register(fl)
 	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show no progress while the run goes (losses and the report still print)")
+	fl.Var(&f.format, "format", "summary on stdout: text (wrk's layout, its header printed at the start) or h2load (h2load's summary)")
 	return cmd
 }
 
@@ -529,11 +538,11 @@ func (o *output) writeJSON(rep *report.Report) error {
 	return nil
 }
 
-// writeReport prints the text report and writes the JSON output if asked
-// ("-": JSON only, to stdout).
-func writeReport(cmd *cobra.Command, rep *report.Report, latency bool, jsonOut *output) error {
+// writeReport prints the summary (--format) and writes the JSON output if
+// asked ("-": JSON only, to stdout).
+func writeReport(cmd *cobra.Command, rep *report.Report, sum *summary, jsonOut *output) error {
 	if jsonOut.name != "-" {
-		if err := rep.WriteText(cmd.OutOrStdout(), report.TextOptions{Latency: latency}); err != nil {
+		if err := sum.write(rep); err != nil {
 			return err
 		}
 	}

@@ -208,10 +208,21 @@ type outcome struct {
 	status           int
 	kind             measure.ErrorKind
 	failed           bool
-	bytes            int64
+	size             sizes
 	ttfb             time.Duration
 	conn             *connInfo // the connection this request opened, if any
 	retried          bool      // sent twice: the server did not process the first
+}
+
+// sizes are a response's bytes: on the wire, of its header sections and
+// of its body (measure.Counts' BytesRead, HeaderBytes, BodyBytes), and its
+// Content-Encoding.
+type sizes struct {
+	wire, header, body int64
+	// fields is the header sections decoded (measure.Counts'
+	// HeaderFieldBytes).
+	fields int64
+	enc    measure.Encoding
 }
 
 // loop sends requests in closed loop from the start instant until the
@@ -389,7 +400,11 @@ func (r *recorder) record(k int, o *outcome) {
 		return
 	}
 	cnt.Requests++
-	cnt.BytesRead += o.bytes
+	cnt.BytesRead += o.size.wire
+	cnt.HeaderBytes += o.size.header
+	cnt.BodyBytes += o.size.body
+	cnt.HeaderFieldBytes += o.size.fields
+	cnt.Encodings[o.size.enc]++
 	cnt.Status[o.status]++
 	if k >= 0 {
 		s := r.slotFor(k)
@@ -481,7 +496,8 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 	if c.resp.Status >= measure.MaxStatus {
 		return c.fail(o, measure.ErrProtocol)
 	}
-	o.status, o.bytes = c.resp.Status, c.resp.WireBytes
+	o.status = c.resp.Status
+	o.size = sizes{wire: c.resp.WireBytes, header: c.resp.HeaderBytes, body: c.resp.BodyBytes, fields: c.resp.HeaderBytes, enc: c.resp.Encoding}
 	o.ttfb = c.resp.First.Sub(tw)
 	c.idleSince = o.end
 	if c.resp.Close || e.plan.NoKeepAlive {

@@ -250,7 +250,7 @@ func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
-		status, bytes, ttfb, end, kind, err := s.roundTrip(en, deadline, wt)
+		status, size, ttfb, end, kind, err := s.roundTrip(en, deadline, wt)
 		if c.e.plan.NoKeepAlive {
 			s.close(nil)
 			c.sessionLost(s)
@@ -279,7 +279,7 @@ func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 			o.failed, o.kind = true, kind
 			return o
 		}
-		o.status, o.bytes, o.ttfb = status, bytes, ttfb
+		o.status, o.size, o.ttfb = status, size, ttfb
 		return o
 	}
 }

@@ -170,8 +170,9 @@ func (s *h2FrameServer) serve(c net.Conn) {
 	answer := func(id uint32) error {
 		if s.continued {
 			// The block in a HEADERS and a CONTINUATION frame, with a
-			// 3,000-byte field the encoder indexes.
-			b := block(200, "content-length", "2", "x-pad", strings.Repeat("p", 3000), "x-seq", strconv.Itoa(int(id)))
+			// 3,000-byte field the encoder indexes (and the body said to be
+			// brotli).
+			b := block(200, "content-length", "2", "content-encoding", "br", "x-pad", strings.Repeat("p", 3000), "x-seq", strconv.Itoa(int(id)))
 			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b[:len(b)/2]}); err != nil {
 				return err
 			}

@@ -75,6 +75,10 @@ type h2session struct {
 	hstatus string
 	hbytes  int64
 	hend    bool
+	// henc is the Content-Encoding of the block being read, hfields its
+	// fields' name and value bytes.
+	henc    measure.Encoding
+	hfields int64
 	// readAt is when the read that completed the frame being handled
 	// returned (read loop alone; see stampReader): the arrival time of
 	// its response's first byte and end.
@@ -103,7 +107,7 @@ type h2stream struct {
 	// its every stream: the slot receives exactly once per stream.
 	done       chan struct{}
 	status     int
-	bytes      int64
+	size       sizes     // its response's bytes, Content-Encoding
 	first      time.Time // when the final HEADERS arrived (s.readAt)
 	end        time.Time // when the response's last frame arrived (s.readAt)
 	gotHeaders bool
@@ -141,8 +145,12 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	s.cond = sync.NewCond(&s.mu)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(stampReader{h2WrapConn(nc), &s.readAt}, 32<<10))
 	s.hdec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
-		if f.Name == ":status" {
+		s.hfields += int64(len(f.Name) + len(f.Value))
+		switch f.Name {
+		case ":status":
 			s.hstatus = f.Value
+		case "content-encoding":
+			s.henc = measure.EncodingOf(f.Value)
 		}
 	})
 	s.hdec.SetMaxStringLength(1 << 20)
@@ -313,14 +321,14 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 //
 // A completed response's end is when its last frame arrived (the read that
 // carried it returned, stampReader), not when this slot woke to take it.
-func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (status int, wireBytes int64, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
+func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (status int, size sizes, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
 	}
 	if s.dead || s.goaway {
 		s.mu.Unlock()
-		return 0, 0, 0, time.Time{}, 0, errH2NotSent
+		return 0, sizes{}, 0, time.Time{}, 0, errH2NotSent
 	}
 	s.active++ // the slot is ours; the stream ID comes with the write lock
 	s.mu.Unlock()
@@ -340,7 +348,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (statu
 		if drained {
 			s.drain()
 		}
-		return 0, 0, 0, time.Time{}, 0, errH2NotSent
+		return 0, sizes{}, 0, time.Time{}, 0, errH2NotSent
 	}
 	st := &h2stream{id: s.nextID, done: wt.done, sendWindow: int64(s.peerWindow)}
 	s.nextID += 2
@@ -383,19 +391,19 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (statu
 		s.fail(err, true)
 		<-st.done // ended by fail, or earlier by a GOAWAY that refused it
 		if errors.Is(st.err, errH2Refused) {
-			return 0, 0, 0, time.Time{}, st.kind, st.err // never processed: resend
+			return 0, sizes{}, 0, time.Time{}, st.kind, st.err // never processed: resend
 		}
-		return 0, 0, 0, time.Time{}, classify(err, false), err
+		return 0, sizes{}, 0, time.Time{}, classify(err, false), err
 	}
 	wt.watch(s, st, deadline)
 	<-st.done // ended by the server, a failure, or wt at the deadline
 	wt.clear()
 	if st.err != nil {
-		return 0, st.bytes, 0, time.Time{}, st.kind, st.err
+		return 0, st.size, 0, time.Time{}, st.kind, st.err
 	}
 	// A response that came before the body was all written has its
 	// first byte before tw: its time to first byte is 0.
-	return st.status, st.bytes, max(st.first.Sub(tw), 0), st.end, 0, nil
+	return st.status, st.size, max(st.first.Sub(tw), 0), st.end, 0, nil
 }
 
 // kick wakes the flusher: the frames waiting in bw go out with those of
@@ -563,7 +571,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	case *http2.HeadersFrame:
-		s.hstatus, s.hbytes, s.hend = "", 0, f.StreamEnded()
+		s.hstatus, s.hbytes, s.hend, s.henc, s.hfields = "", 0, f.StreamEnded(), measure.EncIdentity, 0
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame: // the Framer checks that it follows its HEADERS
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
@@ -573,7 +581,8 @@ func (s *h2session) handle(f http2.Frame) error {
 		st := s.streams[f.StreamID]
 		var streamUpdate uint32
 		if st != nil {
-			st.bytes += int64(9 + n)
+			st.size.wire += int64(9 + n)
+			st.size.body += int64(len(f.Data())) // padding is framing
 			st.unacked += n
 			if st.unacked >= h2UpdateAt && !f.StreamEnded() {
 				streamUpdate, st.unacked = st.unacked, 0
@@ -641,7 +650,9 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 	if st == nil {
 		return nil // a stream we gave up on (timeout)
 	}
-	st.bytes += s.hbytes
+	st.size.wire += s.hbytes
+	st.size.header += s.hbytes
+	st.size.fields += s.hfields
 	if !st.gotHeaders {
 		code, err := strconv.Atoi(s.hstatus)
 		if err != nil || code < 100 || code >= measure.MaxStatus {
@@ -651,7 +662,7 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 		if code < 200 {
 			return nil // interim response: the final one follows
 		}
-		st.status, st.gotHeaders, st.first = code, true, s.readAt
+		st.status, st.gotHeaders, st.first, st.size.enc = code, true, s.readAt, s.henc
 	}
 	if s.hend {
 		st.end = s.readAt

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/measure"
 )
 
 // Response is what ReadResponse learned about one HTTP/1.x response.
@@ -16,6 +18,14 @@ type Response struct {
 	// connection: interim responses, status line, headers, chunk framing,
 	// trailers and body.
 	WireBytes int64
+	// HeaderBytes counts the header sections' part of WireBytes: status
+	// lines and header fields with their terminators, interim responses'
+	// and the trailer section's included. BodyBytes counts the body as
+	// received (still content-encoded), without chunk framing.
+	HeaderBytes, BodyBytes int64
+	// Encoding is the final response's Content-Encoding (its last
+	// coding; measure.EncIdentity without one).
+	Encoding measure.Encoding
 	// Close reports that the connection cannot be reused: the server said
 	// Connection: close, spoke HTTP/1.0 without keep-alive, or delimited the
 	// body by closing.
@@ -79,6 +89,7 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 			return &ProtocolError{"bad status line"}
 		}
 		h, err := readHeaders(r, &res.WireBytes, &res.long, section)
+		res.HeaderBytes += res.WireBytes - section
 		if err != nil {
 			return err
 		}
@@ -90,14 +101,16 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 		}
 		res.Status = status
 		res.Close = h.close || (major == 1 && minor == 0 && !h.keepAlive)
+		res.Encoding = h.encoding
 		switch {
 		case head || status == 204 || status == 304:
 			return nil
 		case h.chunked:
-			return readChunked(r, &res.WireBytes, &res.long)
+			return readChunked(r, res)
 		case h.contentLength >= 0:
 			n, err := r.Discard(int(h.contentLength))
 			res.WireBytes += int64(n)
+			res.BodyBytes += int64(n)
 			if err != nil {
 				return truncated(err)
 			}
@@ -108,6 +121,7 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 			for {
 				n, err := r.Discard(r.Size())
 				res.WireBytes += int64(n)
+				res.BodyBytes += int64(n)
 				if errors.Is(err, io.EOF) {
 					return nil
 				}
@@ -217,6 +231,7 @@ type headerInfo struct {
 	chunked       bool
 	close         bool
 	keepAlive     bool
+	encoding      measure.Encoding
 }
 
 // readHeaders reads header fields up to the empty line. The section began
@@ -259,6 +274,8 @@ func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64) (header
 				continue
 			}
 			h.chunked = true
+		case asciiEqualFold(name, "content-encoding"):
+			h.encoding = measure.EncodingOf(value)
 		case asciiEqualFold(name, "connection"):
 			if containsToken(value, "close") {
 				h.close = true
@@ -271,8 +288,9 @@ func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64) (header
 }
 
 // readChunked reads a chunked body and its trailer section (at most
-// MaxHeaderBytes).
-func readChunked(r *bufio.Reader, n *int64, long *[]byte) error {
+// MaxHeaderBytes) into res's counts.
+func readChunked(r *bufio.Reader, res *Response) error {
+	n, long := &res.WireBytes, &res.long
 	for {
 		line, err := readLine(r, n, long)
 		if err != nil {
@@ -297,12 +315,14 @@ func readChunked(r *bufio.Reader, n *int64, long *[]byte) error {
 					return errHeaderTooLarge
 				}
 				if len(line) == 0 {
+					res.HeaderBytes += *n - section
 					return nil
 				}
 			}
 		}
 		d, err := r.Discard(int(size))
 		*n += int64(d)
+		res.BodyBytes += int64(d)
 		if err != nil {
 			return truncated(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/phalanxload/phalanx/internal/measure"
 )
 
 // TestReadResponse: body lengths by RFC 9112 section 6.3, interim
@@ -154,5 +156,32 @@ func TestLongHeaders(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per response with long headers, want 0 after the first", allocs)
+	}
+}
+
+// TestHeaderBodySplit: a response's wire bytes split into its header
+// sections (interim responses and trailers included), its body without
+// chunk framing, and the rest (chunk framing); its Content-Encoding.
+func TestHeaderBodySplit(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		in                 string
+		header, body, wire int64
+		enc                measure.Encoding
+	}{
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Encoding: br\r\n\r\nhello", 60, 5, 65, measure.EncBrotli},
+		{"103 then 200", "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 28 + 38, 2, 28 + 38 + 2, measure.EncIdentity},
+		{"chunked with trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ncontent-encoding: gzip\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n", 71 + 10, 3, 71 + 8 + 3 + 10, measure.EncGzip},
+		{"close delimited", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789", 38, 10, 48, measure.EncIdentity},
+	} {
+		var res Response
+		var started bool
+		if err := ReadResponse(bufio.NewReader(strings.NewReader(tc.in)), false, &res, &started); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if res.HeaderBytes != tc.header || res.BodyBytes != tc.body || res.WireBytes != tc.wire || res.Encoding != tc.enc {
+			t.Errorf("%s: header %d, body %d, wire %d, encoding %v; want %d, %d, %d, %v", tc.name,
+				res.HeaderBytes, res.BodyBytes, res.WireBytes, res.Encoding, tc.header, tc.body, tc.wire, tc.enc)
+		}
 	}
 }

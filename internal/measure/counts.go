@@ -31,6 +31,11 @@ type Counts struct {
 	// (HTTP/1.1 without chunk framing; HTTP/2 DATA payloads). The rest of
 	// BytesRead is framing.
 	HeaderBytes, BodyBytes int64
+	// HeaderFieldBytes counts the header sections decoded: over HTTP/2 the
+	// lengths of every field's name and value (h2load's bytes_head_decomp:
+	// its "space savings" are 1 - HeaderBytes/HeaderFieldBytes), over
+	// HTTP/1.1 HeaderBytes again (nothing is compressed), as h2load counts.
+	HeaderFieldBytes int64
 	// Encodings counts completed responses by Content-Encoding.
 	Encodings [NumEncodings]int64
 	// Status counts completed responses by status code.
@@ -72,6 +77,7 @@ func (c *Counts) Add(o *Counts) {
 	c.BytesRead += o.BytesRead
 	c.HeaderBytes += o.HeaderBytes
 	c.BodyBytes += o.BodyBytes
+	c.HeaderFieldBytes += o.HeaderFieldBytes
 	for i := range c.Encodings {
 		c.Encodings[i] += o.Encodings[i]
 	}

@@ -48,7 +48,7 @@ func ParseEncoding(name string) (Encoding, error) {
 // EncodingOf classifies a Content-Encoding header value without
 // allocating: its last comma-separated coding, matched case-insensitively
 // ("x-gzip" is gzip, RFC 9110 section 8.4.1.3); an empty value is identity.
-func EncodingOf(value []byte) Encoding {
+func EncodingOf[T string | []byte](value T) Encoding {
 	end := len(value)
 	for end > 0 && (value[end-1] == ' ' || value[end-1] == '\t' || value[end-1] == ',') {
 		end--
@@ -79,11 +79,11 @@ func EncodingOf(value []byte) Encoding {
 
 // foldEqual compares b with the lowercase ASCII string s, ignoring ASCII
 // case.
-func foldEqual(b []byte, s string) bool {
+func foldEqual[T string | []byte](b T, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
-	for i := range b {
+	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'

@@ -50,6 +50,7 @@ func Build(r *Run) (*Report, error) {
 		BytesRead:         c.BytesRead,
 		HeaderBytes:       c.HeaderBytes,
 		BodyBytes:         c.BodyBytes,
+		HeaderFieldBytes:  c.HeaderFieldBytes,
 		ContentEncoding:   c.EncodingMap(),
 		WithinStdevPct: WithinStdev{Latency: hs.Latency.WithinStdev(), Service: hs.Service.WithinStdev(),
 			Connect: hs.Connect.WithinStdev(), TTFB: hs.TTFB.WithinStdev()},
@@ -181,10 +182,10 @@ func rateStats(samples []float64) *RateStats {
 	if len(samples) == 0 {
 		return nil
 	}
-	st := &RateStats{Samples: len(samples)}
+	st := &RateStats{Samples: len(samples), Min: samples[0]}
 	for _, v := range samples {
 		st.Mean += v
-		st.Max = max(st.Max, v)
+		st.Min, st.Max = min(st.Min, v), max(st.Max, v)
 	}
 	st.Mean /= float64(len(samples))
 	if len(samples) > 1 {

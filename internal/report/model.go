@@ -290,6 +290,10 @@ type Report struct {
 	// content-encoded; the rest is framing.
 	HeaderBytes int64 `json:"header_bytes"`
 	BodyBytes   int64 `json:"body_bytes"`
+	// HeaderFieldBytes is the header sections decoded (HTTP/2: fields'
+	// names and values; HTTP/1.1: HeaderBytes), h2load's base for "space
+	// savings".
+	HeaderFieldBytes int64 `json:"header_field_bytes"`
 	// ContentEncoding maps each Content-Encoding seen ("identity" when
 	// absent, "gzip", "br", "deflate", "zstd", "compress", "other") to its
 	// completed responses.
@@ -377,6 +381,7 @@ type WithinStdev struct {
 // stats_stdev).
 type RateStats struct {
 	Samples        int     `json:"samples"`
+	Min            float64 `json:"min"`
 	Mean           float64 `json:"mean"`
 	Stdev          float64 `json:"stdev"`
 	Max            float64 `json:"max"`

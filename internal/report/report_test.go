@@ -74,7 +74,7 @@ func result(t *testing.T) *pb.RunResult {
 			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, Latency: quantiles(t, 520, 910, 991, 999), CpuBusy: []float64{0.26, 0.24}},
 		},
 		Counters: &pb.Counters{
-			Issued: 1005, Requests: 1000, BytesRead: 1 << 20, HeaderBytes: 150_000, BodyBytes: 890_000,
+			Issued: 1005, Requests: 1000, BytesRead: 1 << 20, HeaderBytes: 150_000, BodyBytes: 890_000, HeaderFieldBytes: 250_000,
 			ContentEncoding:   map[string]int64{"br": 980, "identity": 20},
 			Status:            map[int32]int64{200: 990, 503: 10},
 			Errors:            map[string]int64{"refused": 1, "reset": 1, "timeout": 1},

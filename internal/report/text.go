@@ -351,6 +351,11 @@ func fmtMetric(v float64) string {
 	return fmt.Sprintf("%.2f%s", v, units[i])
 }
 
+// FormatMicros formats us microseconds as the text report does, in wrk's
+// units (us, ms or s, two decimals: "2.00s", never "1.996799s" or "µs"),
+// for other outputs to match it.
+func FormatMicros(us float64) string { return fmtUs(us) }
+
 // fmtUs formats microseconds as wrk does: us, ms or s with two decimals.
 func fmtUs(v float64) string {
 	switch {

@@ -57,7 +57,7 @@ func TestCountsRoundTrip(t *testing.T) {
 	c.Errors[measure.ErrReset], c.Errors[measure.ErrTimeout] = 2, 1
 	c.ConnectionsOpened, c.Reconnects, c.HandshakesFull, c.HandshakesResumed = 3, 1, 2, 1
 	c.TLS = map[string]int64{"version:TLS 1.3": 3}
-	c.HeaderBytes, c.BodyBytes = 300, 900
+	c.HeaderBytes, c.BodyBytes, c.HeaderFieldBytes = 300, 900, 500
 	c.Encodings[measure.EncBrotli], c.Encodings[measure.EncIdentity] = 4, 1
 	got, err := CountsFromProto(CountsToProto(&c))
 	if err != nil {

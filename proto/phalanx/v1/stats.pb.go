@@ -73,6 +73,11 @@ type Counters struct {
 	// "traffic: headers, data".
 	HeaderBytes int64 `protobuf:"varint,14,opt,name=header_bytes,json=headerBytes,proto3" json:"header_bytes,omitempty"`
 	BodyBytes   int64 `protobuf:"varint,15,opt,name=body_bytes,json=bodyBytes,proto3" json:"body_bytes,omitempty"`
+	// header_field_bytes counts the header sections decoded: HTTP/2 the
+	// lengths of every field's name and value (h2load's bytes_head_decomp,
+	// its "space savings" = 1 - header_bytes / header_field_bytes); HTTP/1.1
+	// header_bytes again (nothing is compressed), as h2load counts.
+	HeaderFieldBytes int64 `protobuf:"varint,17,opt,name=header_field_bytes,json=headerFieldBytes,proto3" json:"header_field_bytes,omitempty"`
 	// content_encoding maps the Content-Encoding of completed responses
 	// ("identity" when absent; gzip, br, deflate, zstd, compress; "other"
 	// for any other value) to their count.
@@ -212,6 +217,13 @@ func (x *Counters) GetHeaderBytes() int64 {
 func (x *Counters) GetBodyBytes() int64 {
 	if x != nil {
 		return x.BodyBytes
+	}
+	return 0
+}
+
+func (x *Counters) GetHeaderFieldBytes() int64 {
+	if x != nil {
+		return x.HeaderFieldBytes
 	}
 	return 0
 }
@@ -577,7 +589,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfd\x06\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xab\a\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -598,7 +610,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x06unsent\x18\r \x01(\x03R\x06unsent\x12!\n" +
 	"\fheader_bytes\x18\x0e \x01(\x03R\vheaderBytes\x12\x1d\n" +
 	"\n" +
-	"body_bytes\x18\x0f \x01(\x03R\tbodyBytes\x12T\n" +
+	"body_bytes\x18\x0f \x01(\x03R\tbodyBytes\x12,\n" +
+	"\x12header_field_bytes\x18\x11 \x01(\x03R\x10headerFieldBytes\x12T\n" +
 	"\x10content_encoding\x18\x10 \x03(\v2).phalanx.v1.Counters.ContentEncodingEntryR\x0fcontentEncoding\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
