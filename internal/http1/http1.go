@@ -307,6 +307,7 @@ func readChunked(r *bufio.Reader, res *Response) error {
 			// Trailer section, ended by an empty line.
 			section := *n
 			for {
+				before := *n
 				line, err := readLine(r, n, long)
 				if err != nil {
 					return truncated(err)
@@ -315,7 +316,9 @@ func readChunked(r *bufio.Reader, res *Response) error {
 					return errHeaderTooLarge
 				}
 				if len(line) == 0 {
-					res.HeaderBytes += *n - section
+					// The trailer fields are header bytes; the CRLF that
+					// ends the chunked body is framing (RFC 9112 7.1).
+					res.HeaderBytes += before - section
 					return nil
 				}
 			}

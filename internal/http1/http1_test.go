@@ -171,7 +171,7 @@ func TestHeaderBodySplit(t *testing.T) {
 	}{
 		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Encoding: br\r\n\r\nhello", 60, 5, 65, measure.EncBrotli},
 		{"103 then 200", "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 28 + 38, 2, 28 + 38 + 2, measure.EncIdentity},
-		{"chunked with trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ncontent-encoding: gzip\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n", 71 + 10, 3, 71 + 8 + 3 + 10, measure.EncGzip},
+		{"chunked with trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ncontent-encoding: gzip\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n", 71 + 8, 3, 71 + 8 + 3 + 10, measure.EncGzip},
 		{"close delimited", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789", 38, 10, 48, measure.EncIdentity},
 	} {
 		var res Response
