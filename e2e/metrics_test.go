@@ -179,3 +179,63 @@ func TestMetricsMatchReport(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsOfAnAbandonedRun: a run abandoned mid-way (its RunPlan
+// cancelled, as coordctl's second Ctrl-C does) counts as failed on the
+// coordinator's /metrics, and on the agent's as a share whose stream
+// ended under it: a stream error and a partial share, the agent idle
+// again, the share's series kept.
+func TestMetricsOfAnAbandonedRun(t *testing.T) {
+	srv, ca := startTarget(t)
+	c, err := localcluster.StartWith(context.Background(), localcluster.Options{
+		Agents: 1, CPUsPerAgent: 1, Logger: quietLogger(),
+		Coordinator: func(cfg *coordinator.Config) { cfg.MetricsAddr = "127.0.0.1:0" },
+		Agent:       func(_ int, cfg *agent.Config) { cfg.MetricsAddr = "127.0.0.1:0" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+	})
+	ctx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	var runID string
+	p := plan.Plan{URL: srv.URL(), Connections: 2, Duration: 20 * time.Second, TLS: plan.TLS{CAPEM: ca.CAPEM}}
+	if _, err := c.Coordinator.RunPlanWith(ctx, p, coordinator.RunHooks{
+		Progress: func(pr *pb.Progress) { runID = pr.GetRunId(); abandon() },
+	}); err == nil {
+		t.Fatal("an abandoned run returned no error")
+	}
+	if got := metricstest.Value(metricstest.Scrape(t, c.Coordinator.MetricsAddr(), false), "phalanx_runs_total", "result", "failed"); got != 1 {
+		t.Errorf("coordinator: phalanx_runs_total{result=failed} = %v, want 1", got)
+	}
+	addr := c.Agents[0].MetricsAddr()
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		fams = metricstest.Scrape(t, addr, false)
+		if metricstest.Value(fams, "phalanx_runs_in_progress") == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"phalanx_runs_in_progress", nil, 0},
+		{"phalanx_stream_errors_total", nil, 1},
+		{"phalanx_runs_total", []string{"result", "partial"}, 1},
+		{"phalanx_agent_state", []string{"state", "idle"}, 1},
+		{"phalanx_run_running", []string{"run_id", runID}, 0},
+	} {
+		if got := metricstest.Value(fams, m.name, m.labels...); got != m.want {
+			t.Errorf("agent: %s%v = %v, want %v", m.name, m.labels, got, m.want)
+		}
+	}
+	if got := metricstest.Value(fams, "phalanx_run_requests_total", "run_id", runID); got <= 0 {
+		t.Errorf("agent: phalanx_run_requests_total of the abandoned share = %v, want its first interval's requests", got)
+	}
+}
