@@ -40,8 +40,9 @@ build: ## build agent, coordinator and coordctl into ./bin, stamped with VERSION
 release: ## cross-build static binaries (linux amd64, arm64) stamped with VERSION and COMMIT into dist/: a tarball per platform (bin/, README, systemd units) and SHA256SUMS
 	VERSION='$(VERSION)' COMMIT='$(COMMIT)' OUT='$(CURDIR)/dist' bash deploy/release.sh
 
-test: ## run every test with the race detector, then say whether the NGINX e2e tests ran (they need nginx installed)
-	@status=0; go test -race -count=1 ./... || status=$$?; go run ./e2e/internal/nginxstatus; exit $$status
+test: ## run every test with the race detector, then say whether the NGINX e2e tests ran (they need nginx installed); and the deploy module's manifest checks
+	@status=0; go test -race -count=1 ./... || status=$$?; go run ./e2e/internal/nginxstatus; \
+	  (cd deploy && go test -count=1 ./...) || status=$$?; exit $$status
 
 test-cases: ## run the field-case tests without the race detector, where their timing criteria are judged
 	go test -count=1 -run '^TestCase' ./e2e
@@ -83,10 +84,12 @@ lint: $(BIN)/golangci-lint ## gofmt, go vet and golangci-lint (.golangci.yml: st
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	cd deploy && go vet ./...
 	$(BIN)/golangci-lint run ./...
 
 check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go.mod or forbidden imports
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@cd deploy && go mod tidy -diff || { echo "deploy/go.mod/go.sum are not tidy: run go mod tidy in deploy/"; exit 1; }
 	@git diff --exit-code -- proto || { echo "generated code drifted: commit the output of make proto"; exit 1; }
 	@bad=$$(go list -deps ./internal/engine | grep -E 'google.golang.org/(grpc|protobuf)' || true); \
 	if [ -n "$$bad" ]; then echo "internal/engine must not import gRPC or protobuf: $$bad"; exit 1; fi
