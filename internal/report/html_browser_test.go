@@ -282,9 +282,13 @@ type pageState struct {
 	Ink     map[string]int   `json:"ink"`
 	Series  map[string][]int `json:"series"`
 	Summary string           `json:"summary"`
-	Agents  string           `json:"agents"`
-	Source  string           `json:"source"`
-	Timing  map[string]float64
+	// Thresholds is the thresholds section's text; SLO counts the
+	// spectrum's pixels in the SLO line's red.
+	Thresholds string `json:"thresholds"`
+	SLO        int    `json:"slo"`
+	Agents     string `json:"agents"`
+	Source     string `json:"source"`
+	Timing     map[string]float64
 }
 
 // stateJS measures, for each chart, the coloured pixels of its canvas (the
@@ -301,12 +305,20 @@ const stateJS = `(() => {
     }
     return n;
   };
+  const red = (id) => {
+    const c = document.querySelector('#' + id + ' canvas');
+    const g = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < g.length; i += 4) if (g[i + 3] > 200 && Math.abs(g[i] - 0xb3) < 8 && Math.abs(g[i + 1] - 0x26) < 8 && Math.abs(g[i + 2] - 0x1e) < 8) n++;
+    return n;
+  };
   const series = {};
   for (const [k, u] of Object.entries(phalanx.charts)) series[k] = u.data.slice(1).map((s) => s.filter((v) => v != null).length);
   return {
     errors: phalanx.errors,
     ink: { timeline: ink('timeline-chart'), spectrum: ink('spectrum-chart'), phases: ink('phases-chart'), cpu: ink('cpu-chart'), agentRPS: ink('agent-rps-chart') },
-    series, summary: document.getElementById('summary').innerText, agents: document.getElementById('agents').innerText,
+    series, summary: document.getElementById('summary').innerText,
+    thresholds: (document.getElementById('thresholds') || {}).innerText || '', slo: red('spectrum-chart'), agents: document.getElementById('agents').innerText,
     source: document.getElementById('spectrum-source').textContent, timing: phalanx.timing,
   };
 })()`
@@ -323,6 +335,20 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	run := s.run(t)
 	dir := t.ArtifactDir()
 	file := writePage(t, run, dir, "report.html")
+	// The report model carries no thresholds yet: inject two as the page
+	// reads them, one of them a latency SLO.
+	page, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const thresholds = `"run":{"thresholds":[{"name":"p99 latency < 5ms","metric":"latency","percentile":99,"limit_us":5000,"value":"4.48ms","limit":"5ms","pass":true},` +
+		`{"name":"error rate < 0.1%","value":"0.2%","limit":"0.1%","pass":false}],`
+	if page = bytes.Replace(page, []byte(`"run":{`), []byte(thresholds), 1); !bytes.Contains(page, []byte(thresholds)) {
+		t.Fatal("no run object in the data block to add thresholds to")
+	}
+	if err := os.WriteFile(file, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	p := openBrowserPage(t, file)
 
 	st := eval[pageState](t, p, stateJS)
@@ -362,6 +388,14 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		if !strings.Contains(st.Agents, want) {
 			t.Errorf("agents section lacks %q:\n%s", want, st.Agents)
 		}
+	}
+	for _, want := range []string{"p99 latency < 5ms\t4.48ms\t5ms\tpass", "error rate < 0.1%\t0.2%\t0.1%\tfail"} {
+		if !strings.Contains(st.Thresholds, want) {
+			t.Errorf("thresholds section lacks %q:\n%s", want, st.Thresholds)
+		}
+	}
+	if st.SLO < 50 {
+		t.Errorf("spectrum: %d pixels of the SLO line's red, want its line drawn", st.SLO)
 	}
 	if !strings.HasPrefix(st.Source, "Whole window: 240,000 responses") {
 		t.Errorf("spectrum source = %q, want the whole window's 240,000 responses", st.Source)

@@ -230,6 +230,8 @@
     ctx.save();
     ctx.lineWidth = 1.5 * devicePixelRatio;
     ctx.font = (11 * devicePixelRatio) + 'px sans-serif';
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
     for (const l of lines) {
       ctx.strokeStyle = ctx.fillStyle = l.color || '#b3261e';
       ctx.setLineDash(l.dash || [6 * devicePixelRatio, 4 * devicePixelRatio]);
@@ -252,14 +254,13 @@
   }
 
   // ---- thresholds ----
-  // thresholds returns the report's thresholds (none before a run carries
-  // them) as rows {name, value, limit, pass}, and the SLO lines of those on
-  // a latency percentile: {p, us}.
+  // thresholds returns the report's thresholds, run.thresholds[] (none
+  // until the report model carries them): each {name, value, limit, pass},
+  // and, for one on a latency percentile, metric "latency", percentile
+  // (0-100) and limit_us, which the spectrum draws as its SLO line.
   function thresholds(run) {
-    const list = run.thresholds || [];
-    return list.map((t) => ({ raw: t, name: t.name || t.expr || t.metric || '', pass: t.pass !== undefined ? t.pass : t.ok,
-      value: t.value !== undefined ? t.value : t.actual, limit: t.limit !== undefined ? t.limit : t.threshold,
-      slo: t.percentile && /latency/.test(t.metric || t.name || '') && t.limit_us ? { p: t.percentile, us: t.limit_us } : null }));
+    return (run.thresholds || []).map((t) => ({ name: t.name, value: t.value, limit: t.limit, pass: !!t.pass,
+      slo: t.metric === 'latency' && t.percentile > 0 && t.percentile < 100 && t.limit_us > 0 ? { p: t.percentile, us: t.limit_us } : null }));
   }
 
   // provenance renders what produced the run: the plan hash and the
