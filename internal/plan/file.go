@@ -104,6 +104,9 @@ func ParseDuration(s string) (time.Duration, error) {
 // not the file: callers prefix its name. Several problems are joined
 // (errors.Join), one per line.
 func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, error) {
+	if err := parseScalars(data); err != nil {
+		return Plan{}, err
+	}
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

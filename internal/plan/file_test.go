@@ -174,3 +174,27 @@ func TestOnAgentLoss(t *testing.T) {
 		t.Errorf("Validate(OnAgentLoss 7) = %v", err)
 	}
 }
+
+// TestParseFileScalars: a bad number, duration or boolean names its line,
+// field and value and says what is wrong in words, every one of them, as
+// the flags do; a fraction is never truncated into a whole-number field.
+func TestParseFileScalars(t *testing.T) {
+	_, err := ParseFile([]byte("url: https://127.0.0.1/\nconnections: abc\nduration: soon\nrate: 1.5\nhttp2: maybe\nkeepalive: no\n"+
+		"stages:\n  - {duration: 2s, rate: x}\ntls: {resume: 1}\nmix:\n  - {url: https://127.0.0.1/, weight: 2.5}\n"), nil)
+	want := []string{
+		`line 2: connections "abc": not a number`,
+		`line 3: duration "soon": want a duration such as 10s, 1m or 30`,
+		`line 4: rate "1.5": not a whole number`,
+		`line 5: http2 "maybe": want true or false`,
+		`line 8: stages[0].rate "x": not a number`,
+		`line 9: tls.resume "1": want true or false`,
+		`line 11: mix[0].weight "2.5": not a whole number`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("ParseFile errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+	p, err := ParseFile([]byte("url: https://127.0.0.1/\nconnections: 2.0\nrate: 1e3\nhttp2: yes\nduration: 30\n"), nil)
+	if err != nil || p.Connections != 2 || p.Rate != 1000 || p.Protocol != H2 || p.Duration != 30*time.Second {
+		t.Errorf("ParseFile of whole floats, yes and bare seconds = %+v, %v", p, err)
+	}
+}
