@@ -95,8 +95,13 @@
     return sub * 2 ** b;
   }
   async function inflate(b64) {
-    const bin = atob(b64), u8 = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+    let u8;
+    if (Uint8Array.fromBase64) u8 = Uint8Array.fromBase64(b64); // native where the browser has it
+    else {
+      const bin = atob(b64);
+      u8 = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+    }
     const s = new Blob([u8]).stream().pipeThrough(new DecompressionStream('deflate'));
     return new Uint8Array(await new Response(s).arrayBuffer());
   }
