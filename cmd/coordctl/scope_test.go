@@ -47,3 +47,18 @@ func TestClusterFlagsScope(t *testing.T) {
 		}
 	}
 }
+
+// TestRunErrorExitsOne: an error that is no bad command line exits 1, as
+// agent and coordinator do (their TestExitStatus), never 2.
+func TestRunErrorExitsOne(t *testing.T) {
+	for _, args := range [][]string{
+		{"--coordinator", "127.0.0.1:1", "agents"},
+		{"--coordinator", "127.0.0.1:1", "run", "-c1", "-d1", "https://127.0.0.1:1/"},
+		{"run", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/"},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code != 1 || !strings.HasPrefix(stderr, "coordctl: ") {
+			t.Errorf("coordctl %v: exit %d, stderr %q; want exit 1 and a coordctl: message", args, code, stderr)
+		}
+	}
+}
