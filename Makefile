@@ -16,8 +16,8 @@ FUZZTIME ?= 10s
 
 # Import rules `make check` enforces: the measurement data path and the
 # coordinator do not link the load engine; the pure packages do not link gRPC.
-NO_ENGINE_PKGS := coordinator internal/wire internal/merge internal/report internal/hist internal/plan internal/measure
-NO_GRPC_PKGS := internal/merge internal/report internal/hist internal/plan internal/measure
+NO_ENGINE_PKGS := coordinator internal/wire internal/merge internal/report internal/hist internal/plan internal/measure internal/store internal/threshold
+NO_GRPC_PKGS := internal/merge internal/report internal/hist internal/plan internal/measure internal/threshold
 # The load engine and the pure packages do not link the Prometheus client
 # (internal/metrics, the daemons', reads their results).
 NO_PROMETHEUS_PKGS := internal/engine internal/merge internal/report internal/hist internal/plan internal/measure internal/wire

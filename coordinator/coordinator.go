@@ -19,6 +19,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/store"
 	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -95,6 +96,13 @@ type Config struct {
 	MetricsRuns int
 	// Logger is the coordinator's logger. Default (and nil): slog.Default().
 	Logger *slog.Logger
+	// DataDir is the run store's directory (internal/store: DIR/runs.db,
+	// created mode 0700): every run is kept there, from its acceptance on,
+	// and CoordinatorService's ListRuns, GetRun, DeleteRun and ImportRun
+	// serve it. Zero means no run store (those calls then fail with
+	// FailedPrecondition); the daemon's flag defaults to store.DaemonDir
+	// (/var/lib/phalanx).
+	DataDir string
 }
 
 // DefaultConfig returns the coordinator's defaults, the ones its flags
@@ -139,6 +147,8 @@ type Coordinator struct {
 
 	metrics    *metrics.Daemon // nil without MetricsAddr
 	metricsSrv *metrics.Server
+	store      *store.Store // the run store; nil without Config.DataDir
+	closeOnce  sync.Once
 }
 
 // New validates cfg and binds the gRPC and gossip ports; it contacts no
@@ -189,13 +199,20 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	var st *store.Store
+	if cfg.DataDir != "" {
+		if st, err = store.Open(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
+		closeStore(st)
 		return nil, fmt.Errorf("listen grpc on %s: %w", cfg.GRPCAddr, err)
 	}
 	c := &Coordinator{cfg: cfg, lis: lis, dialCreds: dialCreds, peerCreds: peerCreds, insecureWarning: insecureWarning,
 		log: cfg.Logger.With("component", "coordinator"), busy: map[string]bool{}, active: map[string]*activeRun{},
-		mismatched: map[string]bool{}}
+		mismatched: map[string]bool{}, store: st}
 	c.cluster, err = cluster.New(cluster.Config{
 		Name: cfg.Name, BindAddr: cfg.GossipAddr, LAN: cfg.LAN, Logger: c.log,
 		KeyFile: cfg.GossipKeyFile, Label: cfg.ClusterLabel, OnMember: c.checkMember,
@@ -206,11 +223,13 @@ func New(cfg Config) (*Coordinator, error) {
 	})
 	if err != nil {
 		lis.Close()
+		closeStore(st)
 		return nil, err
 	}
 	if err := c.setupMetrics(); err != nil {
 		_ = c.cluster.Leave(0) // the error returned says why
 		lis.Close()
+		closeStore(st)
 		return nil, err
 	}
 	c.grpc = grpc.NewServer(serverOpts...)
@@ -270,12 +289,26 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.log.Warn(c.insecureWarning)
 	}
 	err := g.Wait()
+	c.Close()
 	if err != nil {
 		c.log.Error("coordinator stopped", "err", err)
 	} else {
 		c.log.Info("coordinator stopped")
 	}
 	return err
+}
+
+// Close closes the run store, once every run has ended; Run calls it
+// when it returns. Idempotent. A coordinator that New made but that never
+// ran is closed with it.
+func (c *Coordinator) Close() {
+	c.closeOnce.Do(func() { closeStore(c.store) })
+}
+
+func closeStore(st *store.Store) {
+	if st != nil {
+		_ = st.Close()
+	}
 }
 
 // Agents returns the live agents, sorted by name.
@@ -339,7 +372,7 @@ func (s *service) ListAgents(context.Context, *pb.ListAgentsRequest) (*pb.ListAg
 
 func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_RunPlanServer) error {
 	p := wire.PlanFromProto(req.GetPlan())
-	res, err := s.c.RunPlanWith(stream.Context(), p, RunHooks{
+	res, err := s.c.Execute(stream.Context(), p, optionsFromProto(req), RunHooks{
 		Accepted: func(a *pb.RunAccepted) {
 			_ = stream.Send(&pb.RunPlanResponse{Msg: &pb.RunPlanResponse_Accepted{Accepted: a}})
 		},

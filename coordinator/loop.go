@@ -242,14 +242,15 @@ func (rn *run) stopAgents() {
 	}
 }
 
-// progress adds merged point pt to the run's metrics and calls the
-// Progress hook with it.
+// progress adds merged point pt to the run's metrics, calls the Progress
+// hook with it, stores it, and checks the thresholds for an abort.
 func (rn *run) progress(pt *merge.Point, hooks RunHooks) {
+	defer rn.checkAbort(pt)
 	if err := rn.metrics.Interval(metrics.Interval{Length: pt.Length, Counts: pt.Counts, Latency: pt.Latency,
 		TargetRPS: pt.TargetRPS, CPUBusy: pt.CPUBusy, Agents: pt.Agents}); err != nil {
 		rn.log.Warn("metrics", "interval", pt.Index, "err", err)
 	}
-	if hooks.Progress == nil {
+	if hooks.Progress == nil && rn.rec == nil {
 		return
 	}
 	pr := &pb.Progress{RunId: rn.id, Index: int32(pt.Index), Requests: pt.Requests, Errors: pt.Errors, P99Us: pt.P99,
@@ -257,7 +258,10 @@ func (rn *run) progress(pt *merge.Point, hooks RunHooks) {
 	if pt.Counts != nil {
 		pr.Counters = wire.CountsToProto(pt.Counts)
 	}
-	hooks.Progress(pr)
+	rn.rec.interval(pr)
+	if hooks.Progress != nil {
+		hooks.Progress(pr)
+	}
 }
 
 // blameStall reports whether a stream's end now follows a stall of the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
-	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -26,7 +25,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 	runID, p, startAt, runs, m := rn.id, rn.p, rn.startAt, rn.agents, rn.m
 	res := &pb.RunResult{
 		RunId:             runID,
-		Plan:              wire.PlanToProto(plan.Redacted(p)), // no secret in what is kept
+		Plan:              storedPlan(p), // no secret in what is kept
 		StartedAtUnixNano: startAt.UnixNano(),
 		Window:            durationpb.New(p.Duration),
 	}
@@ -37,11 +36,6 @@ func (rn *run) result() (*pb.RunResult, error) {
 	res.PlanHash = hash
 	res.CoordinatorVersion, res.CoordinatorCommit = version.Version, version.Commit
 	var total, warmup measure.Counts
-	// The CA and body are inputs, not results; keep the stored result small.
-	res.Plan.Body = nil
-	if res.Plan.Tls != nil {
-		res.Plan.Tls.CaPem = nil
-	}
 	hs, err := wire.HistogramsToProto(m.Total())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode merged histograms: %v", err)
@@ -101,7 +95,10 @@ func (rn *run) result() (*pb.RunResult, error) {
 	if w, ok := firsts.width(); ok {
 		res.StartSkew = durationpb.New(w)
 	}
-	res.StoppedEarly = stopped && rn.userStop
+	res.StoppedEarly = stopped && rn.userStop && rn.abort.by == ""
+	if rn.abort.by != "" {
+		res.AbortedByThreshold, res.AbortedAt = rn.abort.by, durationpb.New(rn.abort.at)
+	}
 	res.Aborted = rn.aborted
 	if rn.stall > 0 {
 		res.CoordinatorStall = durationpb.New(rn.stall)
@@ -116,6 +113,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 	if res.Stages, err = wire.StagesToProto(m.Stages()); err != nil {
 		return nil, status.Errorf(codes.Internal, "encode stage histograms: %v", err)
 	}
+	res.Thresholds = rn.evalThresholds(&total, window)
 	// Stage change skew: when each agent began sending on stage i's
 	// schedule, in the coordinator's clock.
 	for i := 1; i < len(res.Stages); i++ {

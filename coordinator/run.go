@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/threshold"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
@@ -83,23 +86,41 @@ func (c *Coordinator) RunPlan(ctx context.Context, p plan.Plan, progress func(*p
 }
 
 // RunPlanWith executes p and returns its merged result, calling hooks as
-// the run goes. When the run loses an agent after the start (its stream
-// ends before its Done, or it is silent past the bound of SilenceIntervals
-// and SilenceGrace), the result keeps everything the agent sent, names the
-// loss in its row (AgentResult.Lost, LostAt, Error) and is marked
-// RunResult.Partial; with p.OnAgentLoss abort every other agent's window
-// ends at once (RunResult.Aborted), with continue they run on. RunPlanWith
-// then returns the result and a nil error. StopRun ends the window early:
-// the result then covers the shortened window (RunResult.StoppedEarly). Errors
-// before the start (bad plan, no agents, an agent that cannot reach the
-// target, StopRun while the agents prepare: Canceled) return a nil result
-// and a gRPC status error.
-func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHooks) (res *pb.RunResult, err error) {
+// the run goes: Execute with no options.
+func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHooks) (*pb.RunResult, error) {
+	return c.Execute(ctx, p, RunOptions{}, hooks)
+}
+
+// Execute executes p with options o and returns its merged result,
+// calling hooks as the run goes. When the run loses an agent after the
+// start (its stream ends before its Done, or it is silent past the bound
+// of SilenceIntervals and SilenceGrace), the result keeps everything the
+// agent sent, names the loss in its row (AgentResult.Lost, LostAt, Error)
+// and is marked RunResult.Partial; with p.OnAgentLoss abort every other
+// agent's window ends at once (RunResult.Aborted), with continue they run
+// on. Execute then returns the result and a nil error. StopRun ends the
+// window early: the result then covers the shortened window
+// (RunResult.StoppedEarly); so does a threshold's abort (o.AbortOnFail:
+// RunResult.AbortedByThreshold). The result holds each threshold's
+// outcome. With a run store (Config.DataDir) the run is stored from its
+// acceptance on, each merged interval as it comes, and its end. Errors
+// before the start (bad plan or threshold: InvalidArgument; no agents, an
+// agent that cannot reach the target, StopRun while the agents prepare:
+// Canceled) return a nil result and a gRPC status error.
+func (c *Coordinator) Execute(ctx context.Context, p plan.Plan, o RunOptions, hooks RunHooks) (res *pb.RunResult, err error) {
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
 		c.logRefused(p, toStatus(err))
 		return nil, toStatus(err)
 	}
+	ths, err := threshold.ParseAll(o.Thresholds)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if o.AbortOnFail && len(ths) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "abort_on_fail: no threshold to abort on (give one or more thresholds)")
+	}
+	o.setDefaults()
 	agents, err := c.selectAgents(p)
 	if err != nil {
 		c.logRefused(p, toStatus(err))
@@ -108,6 +129,12 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	defer c.releaseAgents(agents)
 	rn := c.newRun(ctx, p, agents)
 	rn.keepIntervals = hooks.AgentIntervals
+	rn.opts, rn.thresholds = o, ths
+	rn.rec = c.startRecord(&pb.StoredRun{
+		RunId: rn.id, Plan: storedPlan(p), AcceptedAtUnixNano: time.Now().UnixNano(), Tags: o.Tags, Note: o.Note,
+		SearchId: o.SearchID, Agents: agents, State: pb.RunState_RUN_STATE_RUNNING, Thresholds: o.Thresholds,
+		Coordinator: c.cfg.Name,
+	}, rn.log)
 	defer c.unregister(rn.id)
 	defer rn.close()
 	rn.logStart()
@@ -118,6 +145,17 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 	if hooks.Accepted != nil {
 		hooks.Accepted(&pb.RunAccepted{RunId: rn.id, Agents: int32(len(agents))})
 	}
+	res, err = rn.execute(hooks)
+	if err != nil {
+		rn.rec.end(pb.RunState_RUN_STATE_FAILED, nil, err)
+		return nil, err
+	}
+	rn.rec.end(pb.RunState_RUN_STATE_FINISHED, res, nil)
+	return res, nil
+}
+
+// execute prepares, starts and runs rn, and returns its result.
+func (rn *run) execute(hooks RunHooks) (*pb.RunResult, error) {
 	if err := rn.prepare(); err != nil {
 		return nil, err
 	}
@@ -128,7 +166,7 @@ func (c *Coordinator) RunPlanWith(ctx context.Context, p plan.Plan, hooks RunHoo
 		return nil, err
 	}
 	rn.cancel() // ends every Run stream: agents return to idle
-	c.unregister(rn.id)
+	rn.c.unregister(rn.id)
 	return rn.result()
 }
 
@@ -156,9 +194,13 @@ type run struct {
 	// keepIntervals: each agent's intervals go into its result row
 	// (RunHooks.AgentIntervals).
 	keepIntervals bool
+	opts          RunOptions
+	thresholds    []threshold.Threshold
+	rec           *recorder // the run store's writer; nil without a store
 
 	// Written by the run loop only.
 	userStop  bool          // StopRun ended the window
+	abort     abortState    // --abort-on-fail
 	aborted   bool          // on_agent_loss abort ended the window at a loss
 	stalled   time.Duration // the coordinator's own stalls, summed
 	stall     time.Duration // the longest of them

@@ -650,7 +650,7 @@ func (n *netnsTopo) ip(args ...string) error {
 // namespaces.
 func (n *netnsTopo) start(t *testing.T, h netnsHost, name string, daemon bool, bin string, args ...string) *proc {
 	t.Helper()
-	args = append([]string{"netns", "exec", h.ns, bin}, args...)
+	args = append([]string{"netns", "exec", h.ns, bin}, withDataDir(t, bin, args)...)
 	p := &proc{t: t, name: name, args: args, daemon: daemon, done: make(chan struct{})}
 	p.cmd = exec.Command(n.ipBin, args...)
 	p.cmd.Env = procEnv()

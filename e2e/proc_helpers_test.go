@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,6 +185,7 @@ func procEnv(extra ...string) []string {
 // report in the output, and logs the output when the test failed.
 func startProc(t testing.TB, name string, daemon bool, env []string, bin string, args ...string) *proc {
 	t.Helper()
+	args = withDataDir(t, bin, args)
 	p := &proc{t: t, name: name, args: args, daemon: daemon, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
@@ -199,6 +201,17 @@ func startProc(t testing.TB, name string, daemon bool, env []string, bin string,
 	}()
 	t.Cleanup(p.cleanup)
 	return p
+}
+
+// withDataDir gives a coordinator process started without --data-dir a
+// run store of its own in a temporary directory: the default,
+// /var/lib/phalanx, is one per host, and a second coordinator on it would
+// not start.
+func withDataDir(t testing.TB, bin string, args []string) []string {
+	if filepath.Base(bin) != "coordinator" || slices.Contains(args, "--data-dir") {
+		return args
+	}
+	return append(slices.Clone(args), "--data-dir", t.TempDir())
 }
 
 // Stdout and Stderr return the output captured so far.
@@ -341,6 +354,7 @@ type procCluster struct {
 	gossipAddr string // coordinator's gossip address, for agents' --join
 	agents     []*proc
 	tls        *procTLS // nil: every hop plaintext on loopback
+	dataDir    string   // the coordinator's run store (--data-dir)
 }
 
 // procTLS is the mutual-TLS setup of a process cluster: its CA, and the
@@ -423,11 +437,18 @@ func startProcCoordinator(t testing.TB) *procCluster {
 // does, with mutual TLS when tls is not nil.
 func startProcCoordinatorWith(t testing.TB, tls *procTLS) *procCluster {
 	t.Helper()
+	return startProcCoordinatorIn(t, tls, t.TempDir())
+}
+
+// startProcCoordinatorIn starts a coordinator as startProcCoordinatorWith
+// does, on run store dataDir (--data-dir).
+func startProcCoordinatorIn(t testing.TB, tls *procTLS, dataDir string) *procCluster {
+	t.Helper()
 	bin := procBinary(t, "coordinator")
 	for attempt := 1; ; attempt++ {
 		ports := freePorts(t, 2)
-		c := &procCluster{grpcAddr: loopback(ports[0]), gossipAddr: loopback(ports[1]), tls: tls}
-		args := []string{"--grpc-addr", c.grpcAddr, "--gossip-addr", c.gossipAddr, "--name", "proc-coordinator", "--local"}
+		c := &procCluster{grpcAddr: loopback(ports[0]), gossipAddr: loopback(ports[1]), tls: tls, dataDir: dataDir}
+		args := []string{"--grpc-addr", c.grpcAddr, "--gossip-addr", c.gossipAddr, "--name", "proc-coordinator", "--local", "--data-dir", dataDir}
 		if tls != nil {
 			args = append(args, tlsArgs(tls.coordinator)...)
 		}

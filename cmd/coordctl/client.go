@@ -118,20 +118,21 @@ func (s explainingStream) RecvMsg(m any) error {
 // gRPC's default 4 MiB for a run of an hour or more.
 const maxResultBytes = 1 << 30
 
-// submit runs p on the coordinator, showing progress and losses on view,
+// submit runs req's plan on the coordinator, showing progress and losses on view,
 // and returns the result. runID, if not nil, is given the
 // run's ID as soon as the coordinator sends it (RunAccepted, else each
 // Progress); rc, if not nil, keeps what was received. Errors: a
 // *lostCoordinator when the coordinator's stream broke after the run was
 // accepted (rc then holds every interval received).
-func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, p *pb.Plan, view *progressView, runID func(string), rc *received) (*pb.RunResult, error) {
+func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string, req *pb.RunPlanRequest, view *progressView, runID func(string), rc *received) (*pb.RunResult, error) {
+	p := req.GetPlan()
 	if runID == nil {
 		runID = func(string) {}
 	}
 	if rc == nil {
 		rc = &received{}
 	}
-	stream, err := client.RunPlan(ctx, &pb.RunPlanRequest{Plan: p, AgentIntervals: rc.agentIntervals}, grpc.MaxCallRecvMsgSize(maxResultBytes))
+	stream, err := client.RunPlan(ctx, req, grpc.MaxCallRecvMsgSize(maxResultBytes))
 	if err != nil {
 		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/store"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/tlsgen"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -27,6 +28,7 @@ func newDemoCmd() *cobra.Command {
 		jsonFile    string
 		htmlFile    string
 		formats     formatFlags
+		dataDir     = defaultUserDir()
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -74,7 +76,7 @@ test against the target, and prints the merged report.`,
 				}
 			}()
 
-			c, err := localcluster.Start(ctx, agents, 0, quiet)
+			c, err := localcluster.StartWith(ctx, localcluster.Options{Agents: agents, Logger: quiet, DataDir: dataDir})
 			if err != nil {
 				return err
 			}
@@ -126,6 +128,13 @@ test against the target, and prints the merged report.`,
 			}
 			fmt.Fprintf(out, "demo: the target counted %d requests; the report has %d completed + %d in flight\n",
 				srv.Requests(), rep.Requests, rep.InFlight)
+			if dataDir != "" {
+				where := "--local"
+				if dataDir != defaultUserDir() {
+					where = "--data-dir " + dataDir
+				}
+				fmt.Fprintf(out, "demo: stored as run %s in %s (coordctl runs %s; coordctl report %s %s)\n", rep.RunID, dataDir, where, where, rep.RunID)
+			}
 			if rep.Partial {
 				return &exitError{exitPartial, notWhole(rep)}
 			}
@@ -139,5 +148,16 @@ test against the target, and prints the merged report.`,
 	fl.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file ('-' for stdout)")
 	fl.StringVar(&htmlFile, "html", "", "also write the report as one self-contained HTML page to this file")
 	formats.register(fl)
+	fl.StringVar(&dataDir, "data-dir", dataDir, "run store directory the demo's coordinator keeps the run in ('' for none; coordctl runs --local lists the default's)")
 	return cmd
+}
+
+// defaultUserDir is the per-user run store (store.UserDir), or "" (no
+// store) when there is no home directory.
+func defaultUserDir() string {
+	d, err := store.UserDir()
+	if err != nil {
+		return ""
+	}
+	return d
 }

@@ -190,5 +190,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return nil
 	}
 	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), offline(newDemoCmd()), offline(newTargetCmd()), offline(newTLSCmd()), offline(newKeygenCmd()), newKeyringCmd(&co))
+	root.AddCommand(newStoreCmds(&co)...)
 	return root
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/phalanxload/phalanx/internal/hist"
-	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -54,11 +51,8 @@ func (e *lostCoordinator) Error() string { return e.err.Error() }
 func (e *lostCoordinator) Unwrap() error { return e.err }
 
 // report builds the partial report of plan p from what was received, after
-// losing the coordinator (how says so): counters and latency from the
-// merged intervals, the window to the end of the last one (never longer
-// than the load received), no phase histograms, warm-up or agent rows, and
-// in flight unknown (0: issued counts the requests that ended). Errors: a
-// corrupt histogram or counters.
+// losing the coordinator (how says so): wire.RunFromReceived, then
+// report.Build.
 func (rc *received) report(p *pb.Plan, how string) (*report.Report, error) {
 	run, err := rc.run(p, how)
 	if err != nil {
@@ -71,36 +65,6 @@ func (rc *received) report(p *pb.Plan, how string) (*report.Report, error) {
 // (--hgrm, --hlog, --csv) are written from: latency only, merged intervals
 // only.
 func (rc *received) run(p *pb.Plan, how string) (*report.Run, error) {
-	pl := wire.PlanFromProto(p)
-	run := &report.Run{
-		ID: rc.runID, Target: pl.URL, Load: pl.Load, Connections: int64(pl.Connections),
-		PlanDuration: pl.Duration, PlanRequests: pl.Requests, StartedAt: rc.firstEnd,
-		Histograms: hist.NewSet(), Partial: true, OnAgentLoss: pl.OnAgentLoss.String(),
-		CoordinatorLost: how, AgentCount: rc.agents,
-	}
-	var total measure.Counts
-	for i, pt := range rc.points {
-		iv, err := wire.IntervalFromProto(pt)
-		if err != nil {
-			return nil, fmt.Errorf("run %s interval %d: %w", rc.runID, pt.GetIndex(), err)
-		}
-		if iv.Latency != nil {
-			if err := run.Histograms.Latency.Merge(iv.Latency); err != nil {
-				return nil, fmt.Errorf("run %s interval %d: %w", rc.runID, pt.GetIndex(), err)
-			}
-		}
-		c, err := wire.CountsFromProto(rc.counts[i])
-		if err != nil {
-			return nil, fmt.Errorf("run %s interval %d: %w", rc.runID, pt.GetIndex(), err)
-		}
-		total.Add(&c)
-		run.Timeline = append(run.Timeline, iv)
-		run.Window = max(run.Window, iv.Start+iv.Length)
-	}
-	total.Issued = total.Ended()
-	run.Counts = total
-	for _, l := range rc.lost {
-		run.LostAgents = append(run.LostAgents, report.LostAgent{Name: l.GetAgent(), Error: l.GetError(), LostAtS: l.GetAt().AsDuration().Seconds()})
-	}
-	return run, nil
+	return wire.RunFromReceived(&wire.Received{RunID: rc.runID, Plan: p, Agents: rc.agents, StartedAt: rc.firstEnd,
+		Points: rc.points, Counts: rc.counts, Lost: rc.lost}, how)
 }

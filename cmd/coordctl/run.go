@@ -64,6 +64,7 @@ type runFlags struct {
 	format      summaryFormat
 
 	formats formatFlags
+	opts    runOptions // thresholds and stored labels (runopts.go)
 }
 
 func newRunCmd(co *coordinatorFlags) *cobra.Command {
@@ -81,6 +82,9 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := f.plan(cmd, args...)
 			if err != nil {
+				return err
+			}
+			if err := f.opts.check(cmd.Flags().Changed); err != nil {
 				return err
 			}
 			out, err := openOutput("--json", f.jsonFile)
@@ -116,7 +120,9 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if out.name == "-" {
 				sum.format = "" // JSON alone on stdout
 			}
-			res, err := submit(ctx, client, co.addr, pp, stderr, func(id string) {
+			req := f.opts.request(pp)
+			req.AgentIntervals = rc.agentIntervals
+			res, err := submit(ctx, client, co.addr, req, stderr, func(id string) {
 				st.setRunID(id)
 				sum.accepted(rc.agents) // at RunAccepted, before any progress
 			}, rc)
@@ -164,6 +170,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rep.Labels = report.Labels{Tags: f.opts.tags, Note: f.opts.note}
 			if err := writeReport(cmd, rep, sum, out); err != nil {
 				return err
 			}
@@ -175,6 +182,9 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			}
 			if rep.Partial {
 				return &exitError{exitPartial, notWhole(rep)}
+			}
+			if err := thresholdsFailed(rep); err != nil {
+				return err
 			}
 			if rep.StoppedEarly {
 				return &exitError{exitStoppedEarly, fmt.Errorf("run %s stopped early: the report covers its first %.2fs", rep.RunID, rep.DurationS)}
@@ -221,6 +231,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show no progress while the run goes (losses and the report still print)")
 	fl.Var(&f.format, "format", "summary on stdout: text (wrk's layout, its header printed at the start) or h2load (h2load's summary)")
+	f.opts.addFlags(fl)
 	return cmd
 }
 

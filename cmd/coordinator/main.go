@@ -17,6 +17,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/daemon"
 	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/security"
+	"github.com/phalanxload/phalanx/internal/store"
 	"github.com/phalanxload/phalanx/internal/version"
 )
 
@@ -80,6 +81,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics on HOST:PORT/metrics (off by default); with --tls-* over mutual TLS (a client certificate of the CA), else plain HTTP, on loopback only unless --insecure-cluster")
 	f.IntVar(&cfg.MetricsRuns, "metrics-runs", metrics.DefaultKeep, "runs that keep their series on /metrics (the last ones started)")
+	cfg.DataDir = store.DaemonDir
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "run store directory: every run is kept in DIR/runs.db (coordctl runs, report, export, import, rm); '' keeps none (env PHALANX_DATA_DIR)")
 	// Origins of the credential and gossip flags (every flag is read from
 	// the environment: daemon.FlagNames).
 	secFlags = append(daemon.SecurityFlags(f, &tlsFiles, &insecure), "gossip-key-file", "cluster-label")

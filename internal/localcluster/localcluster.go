@@ -57,6 +57,9 @@ type Options struct {
 	// every agent's hop credentials. Default (zero): insecure, as loopback
 	// allows.
 	CoordinatorSecurity, AgentSecurity security.Config
+	// DataDir is the coordinator's run store directory
+	// (coordinator.Config.DataDir). Default (and empty): no run store.
+	DataDir string
 	// Agent, when not nil, edits agent i's configuration (0-based; its
 	// allowlist, caps) before it starts.
 	Agent func(i int, cfg *agent.Config)
@@ -94,7 +97,7 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	ccfg := coordinator.Config{
 		Name: "coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", Logger: logger,
-		GossipKeyFile: coordKeys, Security: o.CoordinatorSecurity,
+		GossipKeyFile: coordKeys, Security: o.CoordinatorSecurity, DataDir: o.DataDir,
 	}
 	if o.Coordinator != nil {
 		o.Coordinator(&ccfg)

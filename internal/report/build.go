@@ -30,6 +30,8 @@ func Build(r *Run) (*Report, error) {
 	c := &r.Counts
 	rep := &Report{
 		RunID:             r.ID,
+		Labels:            r.Labels,
+		Verdict:           r.Verdict,
 		Target:            r.Target,
 		StartedAt:         r.StartedAt.UTC(),
 		DurationS:         window,

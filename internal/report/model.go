@@ -66,6 +66,10 @@ type Run struct {
 	// Provenance is the plan hash and the coordinator's build
 	// (provenance.go); each agent's is in Agents.
 	Provenance RunProvenance
+	// Verdict and Labels: the thresholds' outcome, and the stored run's
+	// tags, note and search (thresholds.go).
+	Verdict Verdict
+	Labels  Labels
 }
 
 // Interval is one timeline point of a Run.
@@ -152,6 +156,8 @@ type AgentInterval struct {
 // (see README "The report").
 type Report struct {
 	RunID string `json:"run_id"`
+	Labels
+	Verdict
 	// Target is the plan's URL.
 	Target string `json:"target"`
 	// StartedAt is the start instant (coordinator clock), RFC 3339.

@@ -73,6 +73,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		p.f("  Stopped early by the user after %s%s\n", fmtSeconds(r.DurationS), of)
 	}
 	r.writeLosses(p)
+	r.writeAbort(p)
 	if r.Mode == "open" {
 		p.f("  open loop%s; latency from each request's intended send time\n", r.targetText())
 	}
@@ -225,6 +226,7 @@ func (r *Report) writeCluster(p *printer) {
 	if r.ClientBound {
 		p.f("WARNING: client-bound: %s; these numbers may measure the load generators, not the server\n", strings.Join(r.ClientBoundReasons, "; "))
 	}
+	r.writeThresholds(p)
 	if r.CoordinatorLost != "" {
 		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.RunID)
 		return

@@ -39,6 +39,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		StartSkewUnknown: startSkewUnknown(r.GetStartSkew() != nil, r.GetAgents()),
 		Warmup:           warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
 	}
+	run.Verdict = VerdictFromProto(r)
 	for _, pt := range r.GetTimeline() {
 		iv, err := IntervalFromProto(pt)
 		if err != nil {

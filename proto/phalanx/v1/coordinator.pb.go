@@ -22,6 +22,557 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RunState is where a stored run stands.
+type RunState int32
+
+const (
+	RunState_RUN_STATE_UNSPECIFIED RunState = 0
+	// RUN_STATE_RUNNING: the run is in progress on the coordinator that
+	// stores it.
+	RunState_RUN_STATE_RUNNING RunState = 1
+	// RUN_STATE_FINISHED: the run ended with a result (whole, partial,
+	// stopped early or aborted: the result says which).
+	RunState_RUN_STATE_FINISHED RunState = 2
+	// RUN_STATE_FAILED: the run ended without a result (refused while its
+	// agents prepared, cancelled before its start): error says why.
+	RunState_RUN_STATE_FAILED RunState = 3
+	// RUN_STATE_NOT_FINISHED: the coordinator stopped (killed, crashed)
+	// during the run: intervals holds what it had merged.
+	RunState_RUN_STATE_NOT_FINISHED RunState = 4
+)
+
+// Enum value maps for RunState.
+var (
+	RunState_name = map[int32]string{
+		0: "RUN_STATE_UNSPECIFIED",
+		1: "RUN_STATE_RUNNING",
+		2: "RUN_STATE_FINISHED",
+		3: "RUN_STATE_FAILED",
+		4: "RUN_STATE_NOT_FINISHED",
+	}
+	RunState_value = map[string]int32{
+		"RUN_STATE_UNSPECIFIED":  0,
+		"RUN_STATE_RUNNING":      1,
+		"RUN_STATE_FINISHED":     2,
+		"RUN_STATE_FAILED":       3,
+		"RUN_STATE_NOT_FINISHED": 4,
+	}
+)
+
+func (x RunState) Enum() *RunState {
+	p := new(RunState)
+	*p = x
+	return p
+}
+
+func (x RunState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunState) Descriptor() protoreflect.EnumDescriptor {
+	return file_phalanx_v1_coordinator_proto_enumTypes[0].Descriptor()
+}
+
+func (RunState) Type() protoreflect.EnumType {
+	return &file_phalanx_v1_coordinator_proto_enumTypes[0]
+}
+
+func (x RunState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunState.Descriptor instead.
+func (RunState) EnumDescriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+}
+
+// ListRunsRequest filters the stored runs; every field set must match.
+type ListRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tags: the run has every one of them.
+	Tags []string `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
+	// target: the plan's URL contains it.
+	Target string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// since_unix_nano: accepted at or after it (0: any time).
+	SinceUnixNano int64 `protobuf:"varint,3,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"`
+	// search_id: the run is a step of this search.
+	SearchId string `protobuf:"bytes,4,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// limit: at most this many, the newest (0: all).
+	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRunsRequest) Reset() {
+	*x = ListRunsRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRunsRequest) ProtoMessage() {}
+
+func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
+func (*ListRunsRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListRunsRequest) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *ListRunsRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *ListRunsRequest) GetSinceUnixNano() int64 {
+	if x != nil {
+		return x.SinceUnixNano
+	}
+	return 0
+}
+
+func (x *ListRunsRequest) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *ListRunsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListRunsResponse lists stored runs, newest first, without result and
+// intervals (the summary says what a listing shows).
+type ListRunsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Runs          []*RunSummary          `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRunsResponse) Reset() {
+	*x = ListRunsResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRunsResponse) ProtoMessage() {}
+
+func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
+func (*ListRunsResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListRunsResponse) GetRuns() []*RunSummary {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+// RunSummary is one stored run as a listing shows it.
+type RunSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Run   *StoredRun             `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// window_s, requests, rps, errors and p99_us cover what the store holds
+	// of the run: its result, or for a run without one its intervals.
+	WindowS  float64 `protobuf:"fixed64,2,opt,name=window_s,json=windowS,proto3" json:"window_s,omitempty"`
+	Requests int64   `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
+	Rps      float64 `protobuf:"fixed64,4,opt,name=rps,proto3" json:"rps,omitempty"`
+	Errors   int64   `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
+	P99Us    int64   `protobuf:"varint,6,opt,name=p99_us,json=p99Us,proto3" json:"p99_us,omitempty"`
+	// intervals counts the intervals stored.
+	Intervals int32 `protobuf:"varint,7,opt,name=intervals,proto3" json:"intervals,omitempty"`
+	// thresholds_failed lists the result's thresholds that failed.
+	ThresholdsFailed []string `protobuf:"bytes,8,rep,name=thresholds_failed,json=thresholdsFailed,proto3" json:"thresholds_failed,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RunSummary) Reset() {
+	*x = RunSummary{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunSummary) ProtoMessage() {}
+
+func (x *RunSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunSummary.ProtoReflect.Descriptor instead.
+func (*RunSummary) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RunSummary) GetRun() *StoredRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *RunSummary) GetWindowS() float64 {
+	if x != nil {
+		return x.WindowS
+	}
+	return 0
+}
+
+func (x *RunSummary) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *RunSummary) GetRps() float64 {
+	if x != nil {
+		return x.Rps
+	}
+	return 0
+}
+
+func (x *RunSummary) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *RunSummary) GetP99Us() int64 {
+	if x != nil {
+		return x.P99Us
+	}
+	return 0
+}
+
+func (x *RunSummary) GetIntervals() int32 {
+	if x != nil {
+		return x.Intervals
+	}
+	return 0
+}
+
+func (x *RunSummary) GetThresholdsFailed() []string {
+	if x != nil {
+		return x.ThresholdsFailed
+	}
+	return nil
+}
+
+// GetRunRequest names a stored run.
+type GetRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunRequest) Reset() {
+	*x = GetRunRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunRequest) ProtoMessage() {}
+
+func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
+func (*GetRunRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// GetRunResponse is one stored run, whole.
+type GetRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *StoredRun             `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunResponse) Reset() {
+	*x = GetRunResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunResponse) ProtoMessage() {}
+
+func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
+func (*GetRunResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetRunResponse) GetRun() *StoredRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// DeleteRunRequest names the stored run to remove.
+type DeleteRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRunRequest) Reset() {
+	*x = DeleteRunRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRunRequest) ProtoMessage() {}
+
+func (x *DeleteRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRunRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRunRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeleteRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// DeleteRunResponse acknowledges the removal.
+type DeleteRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRunResponse) Reset() {
+	*x = DeleteRunResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRunResponse) ProtoMessage() {}
+
+func (x *DeleteRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRunResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRunResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+}
+
+// ImportRunRequest carries a run to store.
+type ImportRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *StoredRun             `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRunRequest) Reset() {
+	*x = ImportRunRequest{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRunRequest) ProtoMessage() {}
+
+func (x *ImportRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRunRequest.ProtoReflect.Descriptor instead.
+func (*ImportRunRequest) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ImportRunRequest) GetRun() *StoredRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// ImportRunResponse acknowledges the import.
+type ImportRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRunResponse) Reset() {
+	*x = ImportRunResponse{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRunResponse) ProtoMessage() {}
+
+func (x *ImportRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRunResponse.ProtoReflect.Descriptor instead.
+func (*ImportRunResponse) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+}
+
 // MemberKeyringRequest asks one coordinator for one gossip keyring
 // operation on itself.
 type MemberKeyringRequest struct {
@@ -36,7 +587,7 @@ type MemberKeyringRequest struct {
 
 func (x *MemberKeyringRequest) Reset() {
 	*x = MemberKeyringRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +599,7 @@ func (x *MemberKeyringRequest) String() string {
 func (*MemberKeyringRequest) ProtoMessage() {}
 
 func (x *MemberKeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[0]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +612,7 @@ func (x *MemberKeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberKeyringRequest.ProtoReflect.Descriptor instead.
 func (*MemberKeyringRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{0}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MemberKeyringRequest) GetOp() KeyringOp {
@@ -89,7 +640,7 @@ type MemberKeyringResponse struct {
 
 func (x *MemberKeyringResponse) Reset() {
 	*x = MemberKeyringResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -101,7 +652,7 @@ func (x *MemberKeyringResponse) String() string {
 func (*MemberKeyringResponse) ProtoMessage() {}
 
 func (x *MemberKeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[1]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -114,7 +665,7 @@ func (x *MemberKeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberKeyringResponse.ProtoReflect.Descriptor instead.
 func (*MemberKeyringResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{1}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemberKeyringResponse) GetKeys() [][]byte {
@@ -137,7 +688,7 @@ type KeyringRequest struct {
 
 func (x *KeyringRequest) Reset() {
 	*x = KeyringRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -149,7 +700,7 @@ func (x *KeyringRequest) String() string {
 func (*KeyringRequest) ProtoMessage() {}
 
 func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[2]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -162,7 +713,7 @@ func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
 func (*KeyringRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{2}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KeyringRequest) GetOp() KeyringOp {
@@ -195,7 +746,7 @@ type KeyringResponse struct {
 
 func (x *KeyringResponse) Reset() {
 	*x = KeyringResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -207,7 +758,7 @@ func (x *KeyringResponse) String() string {
 func (*KeyringResponse) ProtoMessage() {}
 
 func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[3]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -220,7 +771,7 @@ func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
 func (*KeyringResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{3}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KeyringResponse) GetMembers() []*KeyringMember {
@@ -251,7 +802,7 @@ type KeyringMember struct {
 
 func (x *KeyringMember) Reset() {
 	*x = KeyringMember{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -263,7 +814,7 @@ func (x *KeyringMember) String() string {
 func (*KeyringMember) ProtoMessage() {}
 
 func (x *KeyringMember) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[4]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -276,7 +827,7 @@ func (x *KeyringMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringMember.ProtoReflect.Descriptor instead.
 func (*KeyringMember) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{4}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KeyringMember) GetName() string {
@@ -315,7 +866,7 @@ type KeyCount struct {
 
 func (x *KeyCount) Reset() {
 	*x = KeyCount{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +878,7 @@ func (x *KeyCount) String() string {
 func (*KeyCount) ProtoMessage() {}
 
 func (x *KeyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[5]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +891,7 @@ func (x *KeyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyCount.ProtoReflect.Descriptor instead.
 func (*KeyCount) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{5}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyCount) GetKey() []byte {
@@ -373,7 +924,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +936,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[6]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +949,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{6}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
 }
 
 // ListAgentsResponse lists the live agents, sorted by name.
@@ -411,7 +962,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +974,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[7]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +987,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{7}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*NodeMeta {
@@ -455,13 +1006,29 @@ type RunPlanRequest struct {
 	// --csv-per-agent). Off by default: they multiply the result's size by
 	// about the number of agents.
 	AgentIntervals bool `protobuf:"varint,2,opt,name=agent_intervals,json=agentIntervals,proto3" json:"agent_intervals,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// thresholds are pass/fail criteria evaluated on the merged result
+	// (internal/threshold's grammar: "p99<3ms", "errors<0.1%", "rps>1000",
+	// "tls_full.p99<20ms", "stage2.p99<5ms"); their outcome is in
+	// RunResult.thresholds. A bad one is INVALID_ARGUMENT naming it.
+	Thresholds []string `protobuf:"bytes,3,rep,name=thresholds,proto3" json:"thresholds,omitempty"`
+	// abort_on_fail ends the run early when a threshold fails in every
+	// interval for abort_window (default 3 s), counting only intervals that
+	// start abort_delay (default 5 s) or more into the window.
+	AbortOnFail bool                 `protobuf:"varint,4,opt,name=abort_on_fail,json=abortOnFail,proto3" json:"abort_on_fail,omitempty"`
+	AbortDelay  *durationpb.Duration `protobuf:"bytes,5,opt,name=abort_delay,json=abortDelay,proto3" json:"abort_delay,omitempty"`
+	AbortWindow *durationpb.Duration `protobuf:"bytes,6,opt,name=abort_window,json=abortWindow,proto3" json:"abort_window,omitempty"`
+	// tags and note are stored with the run (coordctl run --tag, --note).
+	Tags []string `protobuf:"bytes,7,rep,name=tags,proto3" json:"tags,omitempty"`
+	Note string   `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
+	// search_id groups the runs of one capacity search in the store.
+	SearchId      string `protobuf:"bytes,9,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunPlanRequest) Reset() {
 	*x = RunPlanRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +1040,7 @@ func (x *RunPlanRequest) String() string {
 func (*RunPlanRequest) ProtoMessage() {}
 
 func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[8]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +1053,7 @@ func (x *RunPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanRequest.ProtoReflect.Descriptor instead.
 func (*RunPlanRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{8}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunPlanRequest) GetPlan() *Plan {
@@ -501,6 +1068,55 @@ func (x *RunPlanRequest) GetAgentIntervals() bool {
 		return x.AgentIntervals
 	}
 	return false
+}
+
+func (x *RunPlanRequest) GetThresholds() []string {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+func (x *RunPlanRequest) GetAbortOnFail() bool {
+	if x != nil {
+		return x.AbortOnFail
+	}
+	return false
+}
+
+func (x *RunPlanRequest) GetAbortDelay() *durationpb.Duration {
+	if x != nil {
+		return x.AbortDelay
+	}
+	return nil
+}
+
+func (x *RunPlanRequest) GetAbortWindow() *durationpb.Duration {
+	if x != nil {
+		return x.AbortWindow
+	}
+	return nil
+}
+
+func (x *RunPlanRequest) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *RunPlanRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *RunPlanRequest) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
 }
 
 // RunPlanResponse is the run's acceptance, a progress message or the final
@@ -520,7 +1136,7 @@ type RunPlanResponse struct {
 
 func (x *RunPlanResponse) Reset() {
 	*x = RunPlanResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -532,7 +1148,7 @@ func (x *RunPlanResponse) String() string {
 func (*RunPlanResponse) ProtoMessage() {}
 
 func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[9]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -545,7 +1161,7 @@ func (x *RunPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPlanResponse.ProtoReflect.Descriptor instead.
 func (*RunPlanResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{9}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunPlanResponse) GetMsg() isRunPlanResponse_Msg {
@@ -642,7 +1258,7 @@ type AgentLost struct {
 
 func (x *AgentLost) Reset() {
 	*x = AgentLost{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +1270,7 @@ func (x *AgentLost) String() string {
 func (*AgentLost) ProtoMessage() {}
 
 func (x *AgentLost) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[10]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +1283,7 @@ func (x *AgentLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentLost.ProtoReflect.Descriptor instead.
 func (*AgentLost) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{10}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AgentLost) GetAgent() string {
@@ -714,7 +1330,7 @@ type RunAccepted struct {
 
 func (x *RunAccepted) Reset() {
 	*x = RunAccepted{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +1342,7 @@ func (x *RunAccepted) String() string {
 func (*RunAccepted) ProtoMessage() {}
 
 func (x *RunAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[11]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +1355,7 @@ func (x *RunAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAccepted.ProtoReflect.Descriptor instead.
 func (*RunAccepted) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{11}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RunAccepted) GetRunId() string {
@@ -767,7 +1383,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +1395,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[12]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +1408,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{12}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -813,7 +1429,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1441,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[13]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1454,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{13}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{22}
 }
 
 // Progress is the merged state after one interval.
@@ -866,7 +1482,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1494,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[14]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1507,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{14}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Progress) GetRunId() string {
@@ -1010,13 +1626,21 @@ type RunResult struct {
 	// (internal/version).
 	CoordinatorVersion string `protobuf:"bytes,20,opt,name=coordinator_version,json=coordinatorVersion,proto3" json:"coordinator_version,omitempty"`
 	CoordinatorCommit  string `protobuf:"bytes,21,opt,name=coordinator_commit,json=coordinatorCommit,proto3" json:"coordinator_commit,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// thresholds are the outcome of RunPlanRequest.thresholds over the
+	// window, in their order.
+	Thresholds []*ThresholdResult `protobuf:"bytes,22,rep,name=thresholds,proto3" json:"thresholds,omitempty"`
+	// aborted_by_threshold names the threshold whose failure ended the run
+	// early (abort_on_fail); window is then the shortened window.
+	AbortedByThreshold string `protobuf:"bytes,23,opt,name=aborted_by_threshold,json=abortedByThreshold,proto3" json:"aborted_by_threshold,omitempty"`
+	// aborted_at is when that abort was decided, from the window's start.
+	AbortedAt     *durationpb.Duration `protobuf:"bytes,24,opt,name=aborted_at,json=abortedAt,proto3" json:"aborted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1652,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[15]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1665,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{15}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -1191,6 +1815,110 @@ func (x *RunResult) GetCoordinatorCommit() string {
 	return ""
 }
 
+func (x *RunResult) GetThresholds() []*ThresholdResult {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+func (x *RunResult) GetAbortedByThreshold() string {
+	if x != nil {
+		return x.AbortedByThreshold
+	}
+	return ""
+}
+
+func (x *RunResult) GetAbortedAt() *durationpb.Duration {
+	if x != nil {
+		return x.AbortedAt
+	}
+	return nil
+}
+
+// ThresholdResult is one threshold's outcome over a run's window.
+type ThresholdResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// threshold is as given, e.g. "p99<3ms".
+	Threshold string `protobuf:"bytes,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	// value is the metric's value, in unit; absent (no_data) when the
+	// window holds no sample of it.
+	Value float64 `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	// unit is "us" (latencies), "ratio" (errors as a rate, 0-1), "count"
+	// (errors as a count) or "rps".
+	Unit string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
+	Pass bool   `protobuf:"varint,4,opt,name=pass,proto3" json:"pass,omitempty"`
+	// no_data is set when the metric had no sample (then pass is false).
+	NoData        bool `protobuf:"varint,5,opt,name=no_data,json=noData,proto3" json:"no_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThresholdResult) Reset() {
+	*x = ThresholdResult{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThresholdResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThresholdResult) ProtoMessage() {}
+
+func (x *ThresholdResult) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThresholdResult.ProtoReflect.Descriptor instead.
+func (*ThresholdResult) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ThresholdResult) GetThreshold() string {
+	if x != nil {
+		return x.Threshold
+	}
+	return ""
+}
+
+func (x *ThresholdResult) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *ThresholdResult) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *ThresholdResult) GetPass() bool {
+	if x != nil {
+		return x.Pass
+	}
+	return false
+}
+
+func (x *ThresholdResult) GetNoData() bool {
+	if x != nil {
+		return x.NoData
+	}
+	return false
+}
+
 // TimelinePoint is interval k of the window, merged across agents: every
 // agent's interval k covers the same offsets from the start instant.
 type TimelinePoint struct {
@@ -1234,7 +1962,7 @@ type TimelinePoint struct {
 
 func (x *TimelinePoint) Reset() {
 	*x = TimelinePoint{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1974,7 @@ func (x *TimelinePoint) String() string {
 func (*TimelinePoint) ProtoMessage() {}
 
 func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[16]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1987,7 @@ func (x *TimelinePoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelinePoint.ProtoReflect.Descriptor instead.
 func (*TimelinePoint) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{16}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TimelinePoint) GetIndex() int32 {
@@ -1382,7 +2110,7 @@ type StageResult struct {
 
 func (x *StageResult) Reset() {
 	*x = StageResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +2122,7 @@ func (x *StageResult) String() string {
 func (*StageResult) ProtoMessage() {}
 
 func (x *StageResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[17]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +2135,7 @@ func (x *StageResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StageResult.ProtoReflect.Descriptor instead.
 func (*StageResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{17}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StageResult) GetIndex() int32 {
@@ -1524,7 +2252,7 @@ type AgentResult struct {
 
 func (x *AgentResult) Reset() {
 	*x = AgentResult{}
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +2264,7 @@ func (x *AgentResult) String() string {
 func (*AgentResult) ProtoMessage() {}
 
 func (x *AgentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_phalanx_v1_coordinator_proto_msgTypes[18]
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +2277,7 @@ func (x *AgentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentResult.ProtoReflect.Descriptor instead.
 func (*AgentResult) Descriptor() ([]byte, []int) {
-	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{18}
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AgentResult) GetName() string {
@@ -1706,12 +2434,285 @@ func (x *AgentResult) GetIntervalRps() []float64 {
 	return nil
 }
 
+// StoredRun is one run as the run store keeps it (internal/store) and as a
+// .phx file carries it (RunFile).
+type StoredRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// schema is the store schema the record was written with
+	// (store.SchemaVersion).
+	Schema uint32 `protobuf:"varint,1,opt,name=schema,proto3" json:"schema,omitempty"`
+	RunId  string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// plan is the plan as run, redacted (plan.Redacted: no key, no
+	// credential header value; no body, no CA).
+	Plan *Plan `protobuf:"bytes,3,opt,name=plan,proto3" json:"plan,omitempty"`
+	// accepted_at_unix_nano is when the coordinator accepted the run
+	// (coordinator clock); the result's started_at is its start instant.
+	AcceptedAtUnixNano int64 `protobuf:"varint,4,opt,name=accepted_at_unix_nano,json=acceptedAtUnixNano,proto3" json:"accepted_at_unix_nano,omitempty"`
+	// ended_at_unix_nano is when it ended (0 while running or not finished).
+	EndedAtUnixNano int64 `protobuf:"varint,5,opt,name=ended_at_unix_nano,json=endedAtUnixNano,proto3" json:"ended_at_unix_nano,omitempty"`
+	// tags and note are the user's (coordctl run --tag, --note).
+	Tags []string `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
+	Note string   `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	// search_id groups the runs of one capacity search (its steps); empty for
+	// a run of its own.
+	SearchId string `protobuf:"bytes,8,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// agents are the agents chosen for the run, as they gossiped themselves
+	// when it was accepted (name, address, CPUs, version, caps).
+	Agents []*NodeMeta `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
+	State  RunState    `protobuf:"varint,10,opt,name=state,proto3,enum=phalanx.v1.RunState" json:"state,omitempty"`
+	// error says why a FAILED or NOT_FINISHED run has no result.
+	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// thresholds are the run's thresholds as given (coordctl run
+	// --threshold); their outcome is in result.thresholds.
+	Thresholds []string `protobuf:"bytes,12,rep,name=thresholds,proto3" json:"thresholds,omitempty"`
+	// result is the run's merged result (FINISHED only).
+	Result *RunResult `protobuf:"bytes,13,opt,name=result,proto3" json:"result,omitempty"`
+	// intervals are the merged intervals in index order, each written as the
+	// run merged it (Progress: its timeline point with the latency histogram,
+	// and its counters): what a NOT_FINISHED run measured.
+	Intervals []*Progress `protobuf:"bytes,14,rep,name=intervals,proto3" json:"intervals,omitempty"`
+	// coordinator is the name of the coordinator that ran it.
+	Coordinator   string `protobuf:"bytes,15,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredRun) Reset() {
+	*x = StoredRun{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredRun) ProtoMessage() {}
+
+func (x *StoredRun) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredRun.ProtoReflect.Descriptor instead.
+func (*StoredRun) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *StoredRun) GetSchema() uint32 {
+	if x != nil {
+		return x.Schema
+	}
+	return 0
+}
+
+func (x *StoredRun) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *StoredRun) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *StoredRun) GetAcceptedAtUnixNano() int64 {
+	if x != nil {
+		return x.AcceptedAtUnixNano
+	}
+	return 0
+}
+
+func (x *StoredRun) GetEndedAtUnixNano() int64 {
+	if x != nil {
+		return x.EndedAtUnixNano
+	}
+	return 0
+}
+
+func (x *StoredRun) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *StoredRun) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *StoredRun) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *StoredRun) GetAgents() []*NodeMeta {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *StoredRun) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *StoredRun) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *StoredRun) GetThresholds() []string {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+func (x *StoredRun) GetResult() *RunResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *StoredRun) GetIntervals() []*Progress {
+	if x != nil {
+		return x.Intervals
+	}
+	return nil
+}
+
+func (x *StoredRun) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+// RunFile is the content of a .phx file (coordctl export, import): one
+// run with everything the store has of it, as protobuf JSON (protojson:
+// field names in lowerCamelCase, histograms as base64 of HdrHistogram's V2
+// compressed encoding).
+type RunFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// format is always "phalanx-run": what the file is.
+	Format string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	// version is the file format's version (store.FileVersion, 1); a reader
+	// refuses a newer one.
+	Version       uint32     `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Run           *StoredRun `protobuf:"bytes,3,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunFile) Reset() {
+	*x = RunFile{}
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunFile) ProtoMessage() {}
+
+func (x *RunFile) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_coordinator_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunFile.ProtoReflect.Descriptor instead.
+func (*RunFile) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_coordinator_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RunFile) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *RunFile) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RunFile) GetRun() *StoredRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_phalanx_v1_coordinator_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\n" +
 	"\x1cphalanx/v1/coordinator.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"O\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18phalanx/v1/cluster.proto\x1a\x15phalanx/v1/plan.proto\x1a\x16phalanx/v1/stats.proto\"\x98\x01\n" +
+	"\x0fListRunsRequest\x12\x12\n" +
+	"\x04tags\x18\x01 \x03(\tR\x04tags\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12&\n" +
+	"\x0fsince_unix_nano\x18\x03 \x01(\x03R\rsinceUnixNano\x12\x1b\n" +
+	"\tsearch_id\x18\x04 \x01(\tR\bsearchId\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\">\n" +
+	"\x10ListRunsResponse\x12*\n" +
+	"\x04runs\x18\x01 \x03(\v2\x16.phalanx.v1.RunSummaryR\x04runs\"\xf8\x01\n" +
+	"\n" +
+	"RunSummary\x12'\n" +
+	"\x03run\x18\x01 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run\x12\x19\n" +
+	"\bwindow_s\x18\x02 \x01(\x01R\awindowS\x12\x1a\n" +
+	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x10\n" +
+	"\x03rps\x18\x04 \x01(\x01R\x03rps\x12\x16\n" +
+	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x15\n" +
+	"\x06p99_us\x18\x06 \x01(\x03R\x05p99Us\x12\x1c\n" +
+	"\tintervals\x18\a \x01(\x05R\tintervals\x12+\n" +
+	"\x11thresholds_failed\x18\b \x03(\tR\x10thresholdsFailed\"&\n" +
+	"\rGetRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"9\n" +
+	"\x0eGetRunResponse\x12'\n" +
+	"\x03run\x18\x01 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run\")\n" +
+	"\x10DeleteRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x13\n" +
+	"\x11DeleteRunResponse\";\n" +
+	"\x10ImportRunRequest\x12'\n" +
+	"\x03run\x18\x01 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run\"\x13\n" +
+	"\x11ImportRunResponse\"O\n" +
 	"\x14MemberKeyringRequest\x12%\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x15.phalanx.v1.KeyringOpR\x02op\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\"+\n" +
@@ -1733,10 +2734,20 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\aprimary\x18\x03 \x01(\x05R\aprimary\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
-	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"_\n" +
+	"\x06agents\x18\x01 \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\"\xe2\x02\n" +
 	"\x0eRunPlanRequest\x12$\n" +
 	"\x04plan\x18\x01 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12'\n" +
-	"\x0fagent_intervals\x18\x02 \x01(\bR\x0eagentIntervals\"\xec\x01\n" +
+	"\x0fagent_intervals\x18\x02 \x01(\bR\x0eagentIntervals\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\x03 \x03(\tR\n" +
+	"thresholds\x12\"\n" +
+	"\rabort_on_fail\x18\x04 \x01(\bR\vabortOnFail\x12:\n" +
+	"\vabort_delay\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"abortDelay\x12<\n" +
+	"\fabort_window\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\vabortWindow\x12\x12\n" +
+	"\x04tags\x18\a \x03(\tR\x04tags\x12\x12\n" +
+	"\x04note\x18\b \x01(\tR\x04note\x12\x1b\n" +
+	"\tsearch_id\x18\t \x01(\tR\bsearchId\"\xec\x01\n" +
 	"\x0fRunPlanResponse\x122\n" +
 	"\bprogress\x18\x01 \x01(\v2\x14.phalanx.v1.ProgressH\x00R\bprogress\x12/\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.phalanx.v1.RunResultH\x00R\x06result\x125\n" +
@@ -1763,7 +2774,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
 	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
 	"\x05point\x18\a \x01(\v2\x19.phalanx.v1.TimelinePointR\x05point\x120\n" +
-	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xb7\a\n" +
+	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xe0\b\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -1790,7 +2801,19 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x11coordinator_stall\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10coordinatorStall\x12\x1b\n" +
 	"\tplan_hash\x18\x13 \x01(\tR\bplanHash\x12/\n" +
 	"\x13coordinator_version\x18\x14 \x01(\tR\x12coordinatorVersion\x12-\n" +
-	"\x12coordinator_commit\x18\x15 \x01(\tR\x11coordinatorCommit\"\x81\x04\n" +
+	"\x12coordinator_commit\x18\x15 \x01(\tR\x11coordinatorCommit\x12;\n" +
+	"\n" +
+	"thresholds\x18\x16 \x03(\v2\x1b.phalanx.v1.ThresholdResultR\n" +
+	"thresholds\x120\n" +
+	"\x14aborted_by_threshold\x18\x17 \x01(\tR\x12abortedByThreshold\x128\n" +
+	"\n" +
+	"aborted_at\x18\x18 \x01(\v2\x19.google.protobuf.DurationR\tabortedAt\"\x86\x01\n" +
+	"\x0fThresholdResult\x12\x1c\n" +
+	"\tthreshold\x18\x01 \x01(\tR\tthreshold\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x12\n" +
+	"\x04unit\x18\x03 \x01(\tR\x04unit\x12\x12\n" +
+	"\x04pass\x18\x04 \x01(\bR\x04pass\x12\x17\n" +
+	"\ano_data\x18\x05 \x01(\bR\x06noData\"\x81\x04\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -1845,14 +2868,47 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"provenance\x18\x14 \x01(\v2\x16.phalanx.v1.ProvenanceR\n" +
 	"provenance\x127\n" +
 	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals\x12!\n" +
-	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps2\x85\x03\n" +
+	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps\"\x9a\x04\n" +
+	"\tStoredRun\x12\x16\n" +
+	"\x06schema\x18\x01 \x01(\rR\x06schema\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12$\n" +
+	"\x04plan\x18\x03 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x121\n" +
+	"\x15accepted_at_unix_nano\x18\x04 \x01(\x03R\x12acceptedAtUnixNano\x12+\n" +
+	"\x12ended_at_unix_nano\x18\x05 \x01(\x03R\x0fendedAtUnixNano\x12\x12\n" +
+	"\x04tags\x18\x06 \x03(\tR\x04tags\x12\x12\n" +
+	"\x04note\x18\a \x01(\tR\x04note\x12\x1b\n" +
+	"\tsearch_id\x18\b \x01(\tR\bsearchId\x12,\n" +
+	"\x06agents\x18\t \x03(\v2\x14.phalanx.v1.NodeMetaR\x06agents\x12*\n" +
+	"\x05state\x18\n" +
+	" \x01(\x0e2\x14.phalanx.v1.RunStateR\x05state\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\f \x03(\tR\n" +
+	"thresholds\x12-\n" +
+	"\x06result\x18\r \x01(\v2\x15.phalanx.v1.RunResultR\x06result\x122\n" +
+	"\tintervals\x18\x0e \x03(\v2\x14.phalanx.v1.ProgressR\tintervals\x12 \n" +
+	"\vcoordinator\x18\x0f \x01(\tR\vcoordinator\"d\n" +
+	"\aRunFile\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\rR\aversion\x12'\n" +
+	"\x03run\x18\x03 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run*\x86\x01\n" +
+	"\bRunState\x12\x19\n" +
+	"\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11RUN_STATE_RUNNING\x10\x01\x12\x16\n" +
+	"\x12RUN_STATE_FINISHED\x10\x02\x12\x14\n" +
+	"\x10RUN_STATE_FAILED\x10\x03\x12\x1a\n" +
+	"\x16RUN_STATE_NOT_FINISHED\x10\x042\xa1\x05\n" +
 	"\x12CoordinatorService\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.phalanx.v1.ListAgentsRequest\x1a\x1e.phalanx.v1.ListAgentsResponse\x12D\n" +
 	"\aRunPlan\x12\x1a.phalanx.v1.RunPlanRequest\x1a\x1b.phalanx.v1.RunPlanResponse0\x01\x12B\n" +
 	"\aStopRun\x12\x1a.phalanx.v1.StopRunRequest\x1a\x1b.phalanx.v1.StopRunResponse\x12B\n" +
 	"\aKeyring\x12\x1a.phalanx.v1.KeyringRequest\x1a\x1b.phalanx.v1.KeyringResponse\x12T\n" +
-	"\rMemberKeyring\x12 .phalanx.v1.MemberKeyringRequest\x1a!.phalanx.v1.MemberKeyringResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\rMemberKeyring\x12 .phalanx.v1.MemberKeyringRequest\x1a!.phalanx.v1.MemberKeyringResponse\x12E\n" +
+	"\bListRuns\x12\x1b.phalanx.v1.ListRunsRequest\x1a\x1c.phalanx.v1.ListRunsResponse\x12?\n" +
+	"\x06GetRun\x12\x19.phalanx.v1.GetRunRequest\x1a\x1a.phalanx.v1.GetRunResponse\x12H\n" +
+	"\tDeleteRun\x12\x1c.phalanx.v1.DeleteRunRequest\x1a\x1d.phalanx.v1.DeleteRunResponse\x12H\n" +
+	"\tImportRun\x12\x1c.phalanx.v1.ImportRunRequest\x1a\x1d.phalanx.v1.ImportRunResponseB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_coordinator_proto_rawDescOnce sync.Once
@@ -1866,93 +2922,129 @@ func file_phalanx_v1_coordinator_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_coordinator_proto_rawDescData
 }
 
-var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_phalanx_v1_coordinator_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_phalanx_v1_coordinator_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_phalanx_v1_coordinator_proto_goTypes = []any{
-	(*MemberKeyringRequest)(nil),  // 0: phalanx.v1.MemberKeyringRequest
-	(*MemberKeyringResponse)(nil), // 1: phalanx.v1.MemberKeyringResponse
-	(*KeyringRequest)(nil),        // 2: phalanx.v1.KeyringRequest
-	(*KeyringResponse)(nil),       // 3: phalanx.v1.KeyringResponse
-	(*KeyringMember)(nil),         // 4: phalanx.v1.KeyringMember
-	(*KeyCount)(nil),              // 5: phalanx.v1.KeyCount
-	(*ListAgentsRequest)(nil),     // 6: phalanx.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),    // 7: phalanx.v1.ListAgentsResponse
-	(*RunPlanRequest)(nil),        // 8: phalanx.v1.RunPlanRequest
-	(*RunPlanResponse)(nil),       // 9: phalanx.v1.RunPlanResponse
-	(*AgentLost)(nil),             // 10: phalanx.v1.AgentLost
-	(*RunAccepted)(nil),           // 11: phalanx.v1.RunAccepted
-	(*StopRunRequest)(nil),        // 12: phalanx.v1.StopRunRequest
-	(*StopRunResponse)(nil),       // 13: phalanx.v1.StopRunResponse
-	(*Progress)(nil),              // 14: phalanx.v1.Progress
-	(*RunResult)(nil),             // 15: phalanx.v1.RunResult
-	(*TimelinePoint)(nil),         // 16: phalanx.v1.TimelinePoint
-	(*StageResult)(nil),           // 17: phalanx.v1.StageResult
-	(*AgentResult)(nil),           // 18: phalanx.v1.AgentResult
-	(KeyringOp)(0),                // 19: phalanx.v1.KeyringOp
-	(Role)(0),                     // 20: phalanx.v1.Role
-	(*NodeMeta)(nil),              // 21: phalanx.v1.NodeMeta
-	(*Plan)(nil),                  // 22: phalanx.v1.Plan
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(*Counters)(nil),              // 24: phalanx.v1.Counters
-	(*Histograms)(nil),            // 25: phalanx.v1.Histograms
-	(*Provenance)(nil),            // 26: phalanx.v1.Provenance
-	(*AgentInterval)(nil),         // 27: phalanx.v1.AgentInterval
+	(RunState)(0),                 // 0: phalanx.v1.RunState
+	(*ListRunsRequest)(nil),       // 1: phalanx.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),      // 2: phalanx.v1.ListRunsResponse
+	(*RunSummary)(nil),            // 3: phalanx.v1.RunSummary
+	(*GetRunRequest)(nil),         // 4: phalanx.v1.GetRunRequest
+	(*GetRunResponse)(nil),        // 5: phalanx.v1.GetRunResponse
+	(*DeleteRunRequest)(nil),      // 6: phalanx.v1.DeleteRunRequest
+	(*DeleteRunResponse)(nil),     // 7: phalanx.v1.DeleteRunResponse
+	(*ImportRunRequest)(nil),      // 8: phalanx.v1.ImportRunRequest
+	(*ImportRunResponse)(nil),     // 9: phalanx.v1.ImportRunResponse
+	(*MemberKeyringRequest)(nil),  // 10: phalanx.v1.MemberKeyringRequest
+	(*MemberKeyringResponse)(nil), // 11: phalanx.v1.MemberKeyringResponse
+	(*KeyringRequest)(nil),        // 12: phalanx.v1.KeyringRequest
+	(*KeyringResponse)(nil),       // 13: phalanx.v1.KeyringResponse
+	(*KeyringMember)(nil),         // 14: phalanx.v1.KeyringMember
+	(*KeyCount)(nil),              // 15: phalanx.v1.KeyCount
+	(*ListAgentsRequest)(nil),     // 16: phalanx.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),    // 17: phalanx.v1.ListAgentsResponse
+	(*RunPlanRequest)(nil),        // 18: phalanx.v1.RunPlanRequest
+	(*RunPlanResponse)(nil),       // 19: phalanx.v1.RunPlanResponse
+	(*AgentLost)(nil),             // 20: phalanx.v1.AgentLost
+	(*RunAccepted)(nil),           // 21: phalanx.v1.RunAccepted
+	(*StopRunRequest)(nil),        // 22: phalanx.v1.StopRunRequest
+	(*StopRunResponse)(nil),       // 23: phalanx.v1.StopRunResponse
+	(*Progress)(nil),              // 24: phalanx.v1.Progress
+	(*RunResult)(nil),             // 25: phalanx.v1.RunResult
+	(*ThresholdResult)(nil),       // 26: phalanx.v1.ThresholdResult
+	(*TimelinePoint)(nil),         // 27: phalanx.v1.TimelinePoint
+	(*StageResult)(nil),           // 28: phalanx.v1.StageResult
+	(*AgentResult)(nil),           // 29: phalanx.v1.AgentResult
+	(*StoredRun)(nil),             // 30: phalanx.v1.StoredRun
+	(*RunFile)(nil),               // 31: phalanx.v1.RunFile
+	(KeyringOp)(0),                // 32: phalanx.v1.KeyringOp
+	(Role)(0),                     // 33: phalanx.v1.Role
+	(*NodeMeta)(nil),              // 34: phalanx.v1.NodeMeta
+	(*Plan)(nil),                  // 35: phalanx.v1.Plan
+	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
+	(*Counters)(nil),              // 37: phalanx.v1.Counters
+	(*Histograms)(nil),            // 38: phalanx.v1.Histograms
+	(*Provenance)(nil),            // 39: phalanx.v1.Provenance
+	(*AgentInterval)(nil),         // 40: phalanx.v1.AgentInterval
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
-	19, // 0: phalanx.v1.MemberKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
-	19, // 1: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
-	4,  // 2: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
-	5,  // 3: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
-	20, // 4: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
-	21, // 5: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
-	22, // 6: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
-	14, // 7: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
-	15, // 8: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
-	11, // 9: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
-	10, // 10: phalanx.v1.RunPlanResponse.agent_lost:type_name -> phalanx.v1.AgentLost
-	23, // 11: phalanx.v1.AgentLost.at:type_name -> google.protobuf.Duration
-	23, // 12: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
-	16, // 13: phalanx.v1.Progress.point:type_name -> phalanx.v1.TimelinePoint
-	24, // 14: phalanx.v1.Progress.counters:type_name -> phalanx.v1.Counters
-	22, // 15: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
-	23, // 16: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
-	25, // 17: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
-	24, // 18: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
-	23, // 19: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
-	18, // 20: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
-	24, // 21: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
-	23, // 22: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
-	16, // 23: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
-	17, // 24: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
-	23, // 25: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
-	23, // 26: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	23, // 27: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	23, // 28: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	23, // 29: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	24, // 30: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	23, // 31: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	23, // 32: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	23, // 33: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	23, // 34: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	23, // 35: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	23, // 36: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
-	23, // 37: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
-	26, // 38: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
-	27, // 39: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
-	6,  // 40: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	8,  // 41: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	12, // 42: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	2,  // 43: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	0,  // 44: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
-	7,  // 45: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	9,  // 46: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	13, // 47: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	3,  // 48: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	1,  // 49: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
-	45, // [45:50] is the sub-list for method output_type
-	40, // [40:45] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	3,  // 0: phalanx.v1.ListRunsResponse.runs:type_name -> phalanx.v1.RunSummary
+	30, // 1: phalanx.v1.RunSummary.run:type_name -> phalanx.v1.StoredRun
+	30, // 2: phalanx.v1.GetRunResponse.run:type_name -> phalanx.v1.StoredRun
+	30, // 3: phalanx.v1.ImportRunRequest.run:type_name -> phalanx.v1.StoredRun
+	32, // 4: phalanx.v1.MemberKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	32, // 5: phalanx.v1.KeyringRequest.op:type_name -> phalanx.v1.KeyringOp
+	14, // 6: phalanx.v1.KeyringResponse.members:type_name -> phalanx.v1.KeyringMember
+	15, // 7: phalanx.v1.KeyringResponse.keys:type_name -> phalanx.v1.KeyCount
+	33, // 8: phalanx.v1.KeyringMember.role:type_name -> phalanx.v1.Role
+	34, // 9: phalanx.v1.ListAgentsResponse.agents:type_name -> phalanx.v1.NodeMeta
+	35, // 10: phalanx.v1.RunPlanRequest.plan:type_name -> phalanx.v1.Plan
+	36, // 11: phalanx.v1.RunPlanRequest.abort_delay:type_name -> google.protobuf.Duration
+	36, // 12: phalanx.v1.RunPlanRequest.abort_window:type_name -> google.protobuf.Duration
+	24, // 13: phalanx.v1.RunPlanResponse.progress:type_name -> phalanx.v1.Progress
+	25, // 14: phalanx.v1.RunPlanResponse.result:type_name -> phalanx.v1.RunResult
+	21, // 15: phalanx.v1.RunPlanResponse.accepted:type_name -> phalanx.v1.RunAccepted
+	20, // 16: phalanx.v1.RunPlanResponse.agent_lost:type_name -> phalanx.v1.AgentLost
+	36, // 17: phalanx.v1.AgentLost.at:type_name -> google.protobuf.Duration
+	36, // 18: phalanx.v1.Progress.interval:type_name -> google.protobuf.Duration
+	27, // 19: phalanx.v1.Progress.point:type_name -> phalanx.v1.TimelinePoint
+	37, // 20: phalanx.v1.Progress.counters:type_name -> phalanx.v1.Counters
+	35, // 21: phalanx.v1.RunResult.plan:type_name -> phalanx.v1.Plan
+	36, // 22: phalanx.v1.RunResult.window:type_name -> google.protobuf.Duration
+	38, // 23: phalanx.v1.RunResult.histograms:type_name -> phalanx.v1.Histograms
+	37, // 24: phalanx.v1.RunResult.counters:type_name -> phalanx.v1.Counters
+	36, // 25: phalanx.v1.RunResult.start_skew:type_name -> google.protobuf.Duration
+	29, // 26: phalanx.v1.RunResult.agents:type_name -> phalanx.v1.AgentResult
+	37, // 27: phalanx.v1.RunResult.warmup:type_name -> phalanx.v1.Counters
+	36, // 28: phalanx.v1.RunResult.warmup_duration:type_name -> google.protobuf.Duration
+	27, // 29: phalanx.v1.RunResult.timeline:type_name -> phalanx.v1.TimelinePoint
+	28, // 30: phalanx.v1.RunResult.stages:type_name -> phalanx.v1.StageResult
+	36, // 31: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
+	26, // 32: phalanx.v1.RunResult.thresholds:type_name -> phalanx.v1.ThresholdResult
+	36, // 33: phalanx.v1.RunResult.aborted_at:type_name -> google.protobuf.Duration
+	36, // 34: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	36, // 35: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	36, // 36: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	36, // 37: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	37, // 38: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	36, // 39: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	36, // 40: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	36, // 41: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	36, // 42: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	36, // 43: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	36, // 44: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
+	36, // 45: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
+	39, // 46: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
+	40, // 47: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
+	35, // 48: phalanx.v1.StoredRun.plan:type_name -> phalanx.v1.Plan
+	34, // 49: phalanx.v1.StoredRun.agents:type_name -> phalanx.v1.NodeMeta
+	0,  // 50: phalanx.v1.StoredRun.state:type_name -> phalanx.v1.RunState
+	25, // 51: phalanx.v1.StoredRun.result:type_name -> phalanx.v1.RunResult
+	24, // 52: phalanx.v1.StoredRun.intervals:type_name -> phalanx.v1.Progress
+	30, // 53: phalanx.v1.RunFile.run:type_name -> phalanx.v1.StoredRun
+	16, // 54: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	18, // 55: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	22, // 56: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	12, // 57: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	10, // 58: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
+	1,  // 59: phalanx.v1.CoordinatorService.ListRuns:input_type -> phalanx.v1.ListRunsRequest
+	4,  // 60: phalanx.v1.CoordinatorService.GetRun:input_type -> phalanx.v1.GetRunRequest
+	6,  // 61: phalanx.v1.CoordinatorService.DeleteRun:input_type -> phalanx.v1.DeleteRunRequest
+	8,  // 62: phalanx.v1.CoordinatorService.ImportRun:input_type -> phalanx.v1.ImportRunRequest
+	17, // 63: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	19, // 64: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	23, // 65: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	13, // 66: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	11, // 67: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
+	2,  // 68: phalanx.v1.CoordinatorService.ListRuns:output_type -> phalanx.v1.ListRunsResponse
+	5,  // 69: phalanx.v1.CoordinatorService.GetRun:output_type -> phalanx.v1.GetRunResponse
+	7,  // 70: phalanx.v1.CoordinatorService.DeleteRun:output_type -> phalanx.v1.DeleteRunResponse
+	9,  // 71: phalanx.v1.CoordinatorService.ImportRun:output_type -> phalanx.v1.ImportRunResponse
+	63, // [63:72] is the sub-list for method output_type
+	54, // [54:63] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }
@@ -1963,7 +3055,7 @@ func file_phalanx_v1_coordinator_proto_init() {
 	file_phalanx_v1_cluster_proto_init()
 	file_phalanx_v1_plan_proto_init()
 	file_phalanx_v1_stats_proto_init()
-	file_phalanx_v1_coordinator_proto_msgTypes[9].OneofWrappers = []any{
+	file_phalanx_v1_coordinator_proto_msgTypes[18].OneofWrappers = []any{
 		(*RunPlanResponse_Progress)(nil),
 		(*RunPlanResponse_Result)(nil),
 		(*RunPlanResponse_Accepted)(nil),
@@ -1974,13 +3066,14 @@ func file_phalanx_v1_coordinator_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_coordinator_proto_rawDesc), len(file_phalanx_v1_coordinator_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   19,
+			NumEnums:      1,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_phalanx_v1_coordinator_proto_goTypes,
 		DependencyIndexes: file_phalanx_v1_coordinator_proto_depIdxs,
+		EnumInfos:         file_phalanx_v1_coordinator_proto_enumTypes,
 		MessageInfos:      file_phalanx_v1_coordinator_proto_msgTypes,
 	}.Build()
 	File_phalanx_v1_coordinator_proto = out.File

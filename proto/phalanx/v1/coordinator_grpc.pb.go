@@ -24,6 +24,10 @@ const (
 	CoordinatorService_StopRun_FullMethodName       = "/phalanx.v1.CoordinatorService/StopRun"
 	CoordinatorService_Keyring_FullMethodName       = "/phalanx.v1.CoordinatorService/Keyring"
 	CoordinatorService_MemberKeyring_FullMethodName = "/phalanx.v1.CoordinatorService/MemberKeyring"
+	CoordinatorService_ListRuns_FullMethodName      = "/phalanx.v1.CoordinatorService/ListRuns"
+	CoordinatorService_GetRun_FullMethodName        = "/phalanx.v1.CoordinatorService/GetRun"
+	CoordinatorService_DeleteRun_FullMethodName     = "/phalanx.v1.CoordinatorService/DeleteRun"
+	CoordinatorService_ImportRun_FullMethodName     = "/phalanx.v1.CoordinatorService/ImportRun"
 )
 
 // CoordinatorServiceClient is the client API for CoordinatorService service.
@@ -70,6 +74,21 @@ type CoordinatorServiceClient interface {
 	// an agent: the part another coordinator's Keyring asks of this one.
 	// Errors: those of AgentService.Keyring.
 	MemberKeyring(ctx context.Context, in *MemberKeyringRequest, opts ...grpc.CallOption) (*MemberKeyringResponse, error)
+	// ListRuns lists the runs in the coordinator's run store (--data-dir),
+	// newest first, without their results and intervals. Errors:
+	// FAILED_PRECONDITION when the coordinator keeps no run store.
+	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
+	// GetRun returns one stored run with its result and intervals. Errors:
+	// NOT_FOUND for an unknown run ID, FAILED_PRECONDITION without a store.
+	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
+	// DeleteRun removes a stored run. Errors: NOT_FOUND, FAILED_PRECONDITION
+	// without a store or for a run in progress.
+	DeleteRun(ctx context.Context, in *DeleteRunRequest, opts ...grpc.CallOption) (*DeleteRunResponse, error)
+	// ImportRun stores a run read from a .phx file (coordctl import). Errors:
+	// ALREADY_EXISTS when a run with its ID is stored, INVALID_ARGUMENT for a
+	// run whose result or intervals do not decode, FAILED_PRECONDITION
+	// without a store.
+	ImportRun(ctx context.Context, in *ImportRunRequest, opts ...grpc.CallOption) (*ImportRunResponse, error)
 }
 
 type coordinatorServiceClient struct {
@@ -139,6 +158,46 @@ func (c *coordinatorServiceClient) MemberKeyring(ctx context.Context, in *Member
 	return out, nil
 }
 
+func (c *coordinatorServiceClient) ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRunsResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_ListRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coordinatorServiceClient) GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRunResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_GetRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coordinatorServiceClient) DeleteRun(ctx context.Context, in *DeleteRunRequest, opts ...grpc.CallOption) (*DeleteRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteRunResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_DeleteRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coordinatorServiceClient) ImportRun(ctx context.Context, in *ImportRunRequest, opts ...grpc.CallOption) (*ImportRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportRunResponse)
+	err := c.cc.Invoke(ctx, CoordinatorService_ImportRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoordinatorServiceServer is the server API for CoordinatorService service.
 // All implementations must embed UnimplementedCoordinatorServiceServer
 // for forward compatibility.
@@ -183,6 +242,21 @@ type CoordinatorServiceServer interface {
 	// an agent: the part another coordinator's Keyring asks of this one.
 	// Errors: those of AgentService.Keyring.
 	MemberKeyring(context.Context, *MemberKeyringRequest) (*MemberKeyringResponse, error)
+	// ListRuns lists the runs in the coordinator's run store (--data-dir),
+	// newest first, without their results and intervals. Errors:
+	// FAILED_PRECONDITION when the coordinator keeps no run store.
+	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
+	// GetRun returns one stored run with its result and intervals. Errors:
+	// NOT_FOUND for an unknown run ID, FAILED_PRECONDITION without a store.
+	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
+	// DeleteRun removes a stored run. Errors: NOT_FOUND, FAILED_PRECONDITION
+	// without a store or for a run in progress.
+	DeleteRun(context.Context, *DeleteRunRequest) (*DeleteRunResponse, error)
+	// ImportRun stores a run read from a .phx file (coordctl import). Errors:
+	// ALREADY_EXISTS when a run with its ID is stored, INVALID_ARGUMENT for a
+	// run whose result or intervals do not decode, FAILED_PRECONDITION
+	// without a store.
+	ImportRun(context.Context, *ImportRunRequest) (*ImportRunResponse, error)
 	mustEmbedUnimplementedCoordinatorServiceServer()
 }
 
@@ -207,6 +281,18 @@ func (UnimplementedCoordinatorServiceServer) Keyring(context.Context, *KeyringRe
 }
 func (UnimplementedCoordinatorServiceServer) MemberKeyring(context.Context, *MemberKeyringRequest) (*MemberKeyringResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MemberKeyring not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRuns not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRun not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) DeleteRun(context.Context, *DeleteRunRequest) (*DeleteRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRun not implemented")
+}
+func (UnimplementedCoordinatorServiceServer) ImportRun(context.Context, *ImportRunRequest) (*ImportRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportRun not implemented")
 }
 func (UnimplementedCoordinatorServiceServer) mustEmbedUnimplementedCoordinatorServiceServer() {}
 func (UnimplementedCoordinatorServiceServer) testEmbeddedByValue()                            {}
@@ -312,6 +398,78 @@ func _CoordinatorService_MemberKeyring_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoordinatorService_ListRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).ListRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_ListRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).ListRuns(ctx, req.(*ListRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoordinatorService_GetRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).GetRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_GetRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).GetRun(ctx, req.(*GetRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoordinatorService_DeleteRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).DeleteRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_DeleteRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).DeleteRun(ctx, req.(*DeleteRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoordinatorService_ImportRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoordinatorServiceServer).ImportRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoordinatorService_ImportRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoordinatorServiceServer).ImportRun(ctx, req.(*ImportRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoordinatorService_ServiceDesc is the grpc.ServiceDesc for CoordinatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +492,22 @@ var CoordinatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MemberKeyring",
 			Handler:    _CoordinatorService_MemberKeyring_Handler,
+		},
+		{
+			MethodName: "ListRuns",
+			Handler:    _CoordinatorService_ListRuns_Handler,
+		},
+		{
+			MethodName: "GetRun",
+			Handler:    _CoordinatorService_GetRun_Handler,
+		},
+		{
+			MethodName: "DeleteRun",
+			Handler:    _CoordinatorService_DeleteRun_Handler,
+		},
+		{
+			MethodName: "ImportRun",
+			Handler:    _CoordinatorService_ImportRun_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
