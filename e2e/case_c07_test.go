@@ -37,10 +37,10 @@ import (
 // resets, run in this process at the same time, so that other loads on
 // the machine (which slow both alike) are not taken for a slow recovery.
 // (Buckets in which the test process itself was stalled, or starved below
-// two control requests per connection, are not judged; a bucket fails
-// only when it is also below every undisturbed bucket, and alone only
-// when the control completed ten requests per connection in it: the
-// recovery window's sum is judged in any case.)
+// two control requests per connection, are not judged; a bucket counts
+// as low only when it is also below every undisturbed bucket, and only
+// when the control completed ten requests per connection in it; a window
+// fails on two low buckets, or when its sum is below 80 %.)
 func TestCaseC07ResetRecovery(t *testing.T) {
 	const (
 		conns    = 16
@@ -152,11 +152,16 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 		ctlErr error
 		ctlEnd = make(chan struct{})
 	)
+	// Under the race detector recovery is not judged (below): no control
+	// then, which would only slow the run further.
+	control := !c15RaceEnabled()
+	cp := p
+	cp.URL = ctlSrv.URL("/")
 	go func() {
 		defer close(ctlEnd)
-		cp := p
-		cp.URL = ctlSrv.URL("/")
-		ctl, ctlErr = runControl(cp, 1, 2)
+		if control {
+			ctl, ctlErr = runControl(cp, 1, 2)
+		}
 	}()
 	p.URL = srv.URL("/")
 	run := runCase(t, p, 1, 2)
@@ -242,12 +247,15 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 	for _, p := range ctl.Progress {
 		ctlReqs[int(p.GetIndex())] = p.GetRequests()
 	}
-	shift := int(math.Round(float64(r.StartedAt.Sub(ctl.Report.StartedAt)) / float64(bucket)))
+	shift := 0
+	if control {
+		shift = int(math.Round(float64(r.StartedAt.Sub(ctl.Report.StartedAt)) / float64(bucket)))
+	}
 	// starved reports whether the control completed fewer than two
 	// requests per connection in interval k (about 900 in all on an idle
-	// machine): this process was
-	// starved of CPU then, too few requests to measure a ratio with.
-	starved := func(k int) bool { return ctlReqs[k+shift] < 2*conns }
+	// machine): this process was starved of CPU then, too few requests
+	// to measure a ratio with. Without a control, never.
+	starved := func(k int) bool { return control && ctlReqs[k+shift] < 2*conns }
 	// rel is interval k's throughput relative to the control's at the
 	// same time; ok is false when the process was starved.
 	rel := func(k int) (float64, bool) {
@@ -314,6 +322,9 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 		if got > int64(aborted[i]) || got < int64(aborted[i])*3/4 {
 			t.Errorf("reset %d at %v (interval %d): intervals %d-%d hold %d errors, want between 3/4 of and all the %d aborted connections (errors by interval: %s)",
 				i+1, at.Sub(start).Round(time.Millisecond), rk, rk, end, got, aborted[i], strings.Join(where, " "))
+		}
+		if !control {
+			continue
 		}
 		var before []float64
 		for k := rk - 10; k < rk; k++ {
@@ -384,7 +395,13 @@ func TestCaseC07ResetRecovery(t *testing.T) {
 			t.Logf("reset %d: the test process stalled in every recovery bucket; not judged", w.n)
 			continue
 		}
-		if len(low) > 0 {
+		// The floor is the lowest of the (up to 40) undisturbed buckets
+		// before the resets, and some 68 are judged after them: by
+		// chance alone about one of those falls below the lowest of the
+		// others when the machine's load makes the ratio noisy (the
+		// chance that a bucket is below the minimum of N is 1/(N+1)). A
+		// window fails on two such buckets, or on its mean.
+		if len(low) > 1 {
 			t.Errorf("reset %d (interval %d): throughput %.2f × the control's in the second before; buckets %d-%d below %.0f %% of that (run/control): %s",
 				w.n, w.reset, w.baseline, w.from, w.to, 100*floor, strings.Join(low, " "))
 		}
