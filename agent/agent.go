@@ -93,6 +93,11 @@ type Config struct {
 	// CPUs is the number of CPUs the engine may use: one worker per CPU.
 	// Default runtime.GOMAXPROCS(0); zero or negative means the default.
 	CPUs int
+	// SharedProcess says the agent shares its process with others (agents,
+	// a coordinator, a target: localcluster): its Intervals then carry no
+	// run-queue delay (cpu_wait 0), which would be the whole process's, not
+	// its own. False (the default) for an agent process of its own.
+	SharedProcess bool
 	// CPUList names the CPUs the process is pinned to (taskset -c syntax),
 	// for the report. Default (and zero): empty, not pinned.
 	CPUList string
@@ -603,13 +608,17 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 		return status.Errorf(codes.InvalidArgument, "agent %s: start instant %v from now (agent clock): want within %v", a.cfg.Name, d.Round(time.Millisecond), MaxStartAhead)
 	}
 	log.Info("share starting", "connections", share.Connections, "in", time.Until(startAt).Round(time.Millisecond))
-	lastCPU := cpuTime()
+	waitOf := cpuWait
+	if a.cfg.SharedProcess {
+		waitOf = func() time.Duration { return 0 }
+	}
+	lastCPU, lastWait := cpuTime(), waitOf()
 	var sendErr error
 	res, err := eng.Run(runCtx, startAt, func(iv engine.Interval) {
 		if sendErr != nil {
 			return
 		}
-		now := cpuTime()
+		now, wait := cpuTime(), waitOf()
 		hs := wire.IntervalHistogramsToProto(iv.Hists)
 		counters := wire.CountsToProto(&iv.Counts)
 		if mrun != nil {
@@ -627,8 +636,9 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 			Histograms:    hs,
 			Counters:      counters,
 			CpuTime:       durationpb.New(now - lastCPU),
+			CpuWait:       durationpb.New(max(wait-lastWait, 0)),
 		}}})
-		lastCPU = now
+		lastCPU, lastWait = now, wait
 		if sendErr != nil {
 			lostStream = true
 			cancel()

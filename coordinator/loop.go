@@ -316,6 +316,7 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 			r.kept = append(r.kept, keptInterval(iv, &counts, rn.startAt.Add(r.offset+rn.p.Warmup)))
 		}
 		r.cpu += iv.GetCpuTime().AsDuration()
+		r.cpuWait += max(iv.GetCpuWait().AsDuration(), 0)
 		r.intervals++
 		if l := time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()); l > 0 {
 			r.intervalRPS = append(r.intervalRPS, float64(counts.Requests)/l.Seconds())

@@ -145,6 +145,7 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 		Requests:    r.counters.Requests,
 		Errors:      r.counters.ErrorTotal(),
 		CpuTime:     durationpb.New(r.cpu),
+		CpuWait:     durationpb.New(r.cpuWait),
 		Cpus:        r.cpus,
 		ClockOffset: durationpb.New(r.offset),
 		Rtt:         durationpb.New(r.rtt),

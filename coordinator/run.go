@@ -35,6 +35,7 @@ type agentRun struct {
 	// Written by the run loop only.
 	counters  measure.Counts
 	cpu       time.Duration
+	cpuWait   time.Duration // run-queue delay, summed over intervals
 	cpus      int32
 	intervals int
 	// intervalRPS is its completed responses per second in each interval

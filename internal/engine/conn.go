@@ -205,13 +205,20 @@ type outcome struct {
 	start, sent, end time.Time
 	paced            bool // open loop: sent − start is the send's lateness
 	missed           bool
-	status           int
-	kind             measure.ErrorKind
-	failed           bool
-	size             sizes
-	ttfb             time.Duration
-	conn             *connInfo // the connection this request opened, if any
-	retried          bool      // sent twice: the server did not process the first
+	// free is when the slot that sent the request became free (its
+	// previous request's end; for its first, when the slot started): in open loop, a missed
+	// send whose slot was busy until less than MissThreshold before it was
+	// sent was late because every connection was busy (backlogged), not by
+	// the client's own scheduling.
+	free       time.Time
+	backlogged bool
+	status     int
+	kind       measure.ErrorKind
+	failed     bool
+	size       sizes
+	ttfb       time.Duration
+	conn       *connInfo // the connection this request opened, if any
+	retried    bool      // sent twice: the server did not process the first
 }
 
 // sizes are a response's bytes: on the wire, of its header sections and
@@ -232,6 +239,7 @@ func (c *conn) loop() {
 	e := c.e
 	defer c.drop()
 	defer c.alarm.close()
+	free := time.Now() // a slot opened by growth was free only from now
 	for {
 		t0, ok := e.pacer.next(c.w, c.j, c.alarm)
 		if !ok {
@@ -251,6 +259,7 @@ func (c *conn) loop() {
 			}
 		}
 		o := c.do(t0, en)
+		o.free, free = free, o.end
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
@@ -277,6 +286,7 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 		e.noteStage(t0, o.sent)
 		if o.sent.Sub(t0) > MissThreshold {
 			o.missed = true
+			o.backlogged = o.sent.Sub(maxTime(t0, o.free)) <= MissThreshold
 		}
 	}
 	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
@@ -391,6 +401,9 @@ func (r *recorder) record(k int, o *outcome) {
 	}
 	if o.missed {
 		cnt.Missed++
+		if o.backlogged {
+			cnt.Backlogged++
+		}
 	}
 	if o.paced && k >= 0 {
 		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
@@ -546,4 +559,12 @@ func (c *conn) fail(o outcome, kind measure.ErrorKind) outcome {
 	}
 	o.failed, o.kind = true, kind
 	return o
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -805,6 +805,7 @@ func (e *Engine) countUnsent(k int, until time.Time) {
 			cnt := w.rec.counts(k)
 			cnt.Missed += unsent
 			cnt.Unsent += unsent
+			cnt.Backlogged += unsent
 			w.rec.mu.Unlock()
 		}
 	}

@@ -205,6 +205,7 @@ func (c *h2conn) streamLoop() {
 	defer a.close()
 	wt := newH2Watch()
 	defer wt.stop()
+	free := time.Now() // a slot opened by growth was free only from now
 	for {
 		t0, ok := e.pacer.next(c.w, c.j, a)
 		if !ok {
@@ -222,6 +223,7 @@ func (c *h2conn) streamLoop() {
 			en = &e.entries[e.sched[pos%int64(len(e.sched))]]
 		}
 		o := c.do(t0, en, wt)
+		o.free, free = free, o.end
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}

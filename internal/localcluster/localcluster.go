@@ -119,7 +119,7 @@ func StartWith(ctx context.Context, o Options) (*Cluster, error) {
 		cfg := agent.Config{
 			Name: name, GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
 			Join: []string{coord.GossipAddr()}, CPUs: cpusPerAgent, Logger: logger,
-			GossipKeyFile: keys, Security: o.AgentSecurity,
+			GossipKeyFile: keys, Security: o.AgentSecurity, SharedProcess: true,
 		}
 		if i < len(o.ClockShift) && o.ClockShift[i] != 0 {
 			shift := o.ClockShift[i]

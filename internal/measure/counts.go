@@ -63,6 +63,11 @@ type Counts struct {
 	// never sent, so not in Issued; they are part of Missed. On a total,
 	// the sends scheduled are Issued + Unsent.
 	Unsent int64
+	// Backlogged is the part of Missed late because every connection was
+	// busy when the send was due (the server held them: a backlog at the
+	// connection cap), Unsent included; Missed − Backlogged were late by
+	// the client's own scheduling (docs/design.md, invariant 6).
+	Backlogged int64
 	// TLS counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
 	// the first.
@@ -91,6 +96,7 @@ func (c *Counts) Add(o *Counts) {
 	c.Reconnects += o.Reconnects
 	c.Retries += o.Retries
 	c.Missed += o.Missed
+	c.Backlogged += o.Backlogged
 	c.Unsent += o.Unsent
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesResumed += o.HandshakesResumed

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -76,6 +75,7 @@ func Build(r *Run) (*Report, error) {
 		LatencyBasis:          "actual send",
 		Missed:                c.Missed,
 		Unsent:                c.Unsent,
+		Backlogged:            c.Backlogged,
 	}
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
@@ -135,7 +135,7 @@ func Build(r *Run) (*Report, error) {
 			Errors: a.Errors, InFlight: a.InFlight, CPUs: a.CPUs,
 			ClockOffsetUs: us(a.ClockOffset), RTTUs: us(a.RTT),
 			StartOffsetUs: us(a.StartOffset), StartOffsetUnknown: a.StartOffsetUnknown, Error: a.Error,
-			CPUList: a.CPUList, Missed: a.Missed,
+			CPUList: a.CPUList, Missed: a.Missed, CPUWaitS: a.CPUWait.Seconds(),
 		}
 		ran := window // a lost agent's rates are over the time its load ran
 		if a.Lost {
@@ -148,13 +148,14 @@ func Build(r *Run) (*Report, error) {
 			row.RPS = float64(a.Requests) / ran
 			if a.CPUs > 0 {
 				row.CPUUtil = a.CPUTime.Seconds() / (ran * float64(a.CPUs))
+				row.CPUWait = a.CPUWait.Seconds() / (ran * float64(a.CPUs))
 			}
 		}
 		rep.AgentRows = append(rep.AgentRows, row)
 	}
 	rep.Provenance = provenanceOf(r)
 	rep.ReqPerSec = rateStats(reqPerSecSamples(r))
-	rep.flagClientBound()
+	rep.flagBound()
 	return rep, nil
 }
 
@@ -205,47 +206,6 @@ func rateStats(samples []float64) *RateStats {
 	}
 	st.WithinStdevPct = 100 * float64(in) / float64(len(samples))
 	return st
-}
-
-// Client-bound thresholds (docs/design.md, invariant 6): ClientBusyLimit
-// is the busy fraction of an agent's usable CPUs above which it is
-// client-bound, ClientMissedLimit the fraction of open-loop sends
-// scheduled that may be missed.
-const (
-	ClientBusyLimit   = 0.90
-	ClientMissedLimit = 0.01
-)
-
-// LatenessLimit is the open-loop send lateness p99 above which a run is
-// flagged client-bound: beyond it the tool's own delay is a visible part
-// of the latency a user checks against a millisecond-scale objective. The
-// engine's precise pacer keeps p99 well under it on an agent below 90 %
-// CPU (bench/README.md, "Measured design choices"); a starved agent, or every
-// connection busy (the server is slower than the rate and MaxConnections
-// allow), exceeds it.
-const LatenessLimit = time.Millisecond
-
-// flagClientBound marks a run whose numbers may measure the client.
-func (r *Report) flagClientBound() {
-	for _, a := range r.AgentRows {
-		if a.CPUUtil > ClientBusyLimit {
-			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
-		}
-	}
-	// Missed includes the sends never made (Unsent), which Issued does
-	// not: the share is of the sends scheduled.
-	if scheduled := r.Issued + r.Unsent; r.Mode == "open" && scheduled > 0 && float64(r.Missed) > ClientMissedLimit*float64(scheduled) {
-		reason := fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late", r.Missed-r.Unsent, scheduled, 100*float64(r.Missed-r.Unsent)/float64(scheduled))
-		if r.Unsent > 0 {
-			reason = fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late or never (%d late, %d never sent)",
-				r.Missed, scheduled, 100*float64(r.Missed)/float64(scheduled), r.Missed-r.Unsent, r.Unsent)
-		}
-		r.ClientBoundReasons = append(r.ClientBoundReasons, reason)
-	}
-	if l := r.SendLatenessUs; r.Mode == "open" && l != nil && l.P99 > LatenessLimit.Microseconds() {
-		r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("send lateness p99 %s exceeds %s", fmtUs(float64(l.P99)), fmtUs(float64(LatenessLimit.Microseconds()))))
-	}
-	r.ClientBound = len(r.ClientBoundReasons) > 0
 }
 
 // statusMap returns c's non-zero status counts keyed by the code's

@@ -115,6 +115,7 @@ type AgentRun struct {
 	Requests, Errors, InFlight int64
 	Missed                     int64
 	CPUTime                    time.Duration
+	CPUWait                    time.Duration // run-queue delay, summed over threads
 	CPUs                       int32
 	CPUList                    string
 	ClockOffset, RTT           time.Duration
@@ -214,6 +215,11 @@ type Report struct {
 	// (no connection was free before the window closed); they are not in
 	// Issued. Omitted when 0.
 	Unsent int64 `json:"unsent,omitempty"`
+	// Backlogged counts the open-loop sends among Missed that were late
+	// because every connection was busy when they were due (the server
+	// held them), Unsent included; Missed − Backlogged were late by the
+	// agents' own scheduling. Omitted when 0.
+	Backlogged int64 `json:"backlogged,omitempty"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`
@@ -223,12 +229,21 @@ type Report struct {
 	// tool's own error in Latency; null in closed loop. A p99 above
 	// LatenessLimit flags the run client-bound.
 	SendLatenessUs *hist.Summary `json:"send_lateness_us"`
-	// ClientBound is set when any agent's CPUs were over 90 % busy in the
-	// window, or an open-loop run missed more than 1 % of its sends or
-	// sent late by more than LatenessLimit at p99: the numbers may
-	// measure the client, not the server.
+	// ClientBound is set when the load generators were the limit
+	// (bound.go, docs/design.md invariant 6): an agent's CPUs over
+	// ClientBusyLimit busy, its threads waiting for a CPU over
+	// ClientWaitLimit of the time, more than ClientMissedLimit of the
+	// open-loop sends late by the agents' own scheduling, or (without a
+	// backlog) a send lateness p99 above LatenessLimit: the numbers may
+	// measure the client, not the server. Each reason names its agent.
 	ClientBound        bool     `json:"client_bound"`
 	ClientBoundReasons []string `json:"client_bound_reasons,omitempty"`
+	// ServerBound is set, when the run is not client-bound, for an
+	// open-loop run where more than ClientMissedLimit of the sends found
+	// every connection busy (Backlogged): the server held the
+	// connections and the agents were not the limit.
+	ServerBound        bool     `json:"server_bound"`
+	ServerBoundReasons []string `json:"server_bound_reasons,omitempty"`
 	// Timeline has one point per interval, merged across agents.
 	Timeline []TimelinePoint `json:"timeline"`
 	// Stages has one entry per plan stage.
@@ -427,7 +442,12 @@ type Agent struct {
 	// CPUUtil is the agent process's CPU time in the window over the
 	// window times its usable CPUs, a 0-1 fraction.
 	CPUUtil float64 `json:"cpu_util"`
-	CPUs    int32   `json:"cpus"`
+	// CPUWait is the agent's run-queue delay (its threads runnable but
+	// waiting for a CPU, summed) over the window times its usable CPUs,
+	// a fraction; CPUWaitS the delay in seconds.
+	CPUWait  float64 `json:"cpu_wait"`
+	CPUWaitS float64 `json:"cpu_wait_s"`
+	CPUs     int32   `json:"cpus"`
 	// CPUList is the agent's pin map (taskset -c syntax); empty when the
 	// agent was not pinned.
 	CPUList       string  `json:"cpu_list,omitempty"`

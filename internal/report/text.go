@@ -226,6 +226,9 @@ func (r *Report) writeCluster(p *printer) {
 	if r.ClientBound {
 		p.f("WARNING: client-bound: %s; these numbers may measure the load generators, not the server\n", strings.Join(r.ClientBoundReasons, "; "))
 	}
+	if r.ServerBound {
+		p.f("Server-bound: %s: the server is the limit, not the load generators\n", strings.Join(r.ServerBoundReasons, "; "))
+	}
 	r.writeThresholds(p)
 	if r.CoordinatorLost != "" {
 		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.RunID)

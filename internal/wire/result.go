@@ -72,7 +72,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		ar := report.AgentRun{
 			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(), Errors: a.GetErrors(),
 			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
-			CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
+			CPUWait: a.GetCpuWait().AsDuration(), CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
 			StartOffset: a.GetStartOffset().AsDuration(), StartOffsetUnknown: a.GetStartOffset() == nil, Error: a.GetError(),
 			IntervalRPS: a.GetIntervalRps(),
 			Rate:        a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),

@@ -192,7 +192,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
-		Missed: c.Missed, Unsent: c.Unsent, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
+		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
 	for enc, n := range c.EncodingMap() {
 		if out.ContentEncoding == nil {
@@ -246,7 +246,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
-		Missed: m.GetMissed(), Unsent: m.GetUnsent(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
+		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
 	for _, f := range []struct {
 		name string
@@ -255,11 +255,14 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed},
-		{"missed", c.Missed}, {"unsent", c.Unsent}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
+		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
 			return measure.Counts{}, err
 		}
+	}
+	if c.Backlogged > c.Missed {
+		return measure.Counts{}, fmt.Errorf("counters: backlogged %d above missed %d: want a part of it", c.Backlogged, c.Missed)
 	}
 	var statusSum int64
 	for code, n := range m.GetStatus() {

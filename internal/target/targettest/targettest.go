@@ -19,11 +19,19 @@ import (
 // fatal.
 func Start(t testing.TB) (*target.Server, *tlsgen.Bundle) {
 	t.Helper()
+	return StartConfig(t, target.Config{})
+}
+
+// StartConfig is Start with cfg (its Cert is replaced by the throwaway
+// CA's), for a modelled server (cfg.Workers, cfg.ServiceTime).
+func StartConfig(t testing.TB, cfg target.Config) (*target.Server, *tlsgen.Bundle) {
+	t.Helper()
 	b, err := tlsgen.New()
 	if err != nil {
 		t.Fatalf("targettest: CA: %v", err)
 	}
-	srv, err := target.New(target.Config{Cert: b.Cert})
+	cfg.Cert = b.Cert
+	srv, err := target.New(cfg)
 	if err != nil {
 		t.Fatalf("targettest: target: %v", err)
 	}

@@ -711,7 +711,11 @@ type Interval struct {
 	// counters are the outcomes that ended in this interval.
 	Counters *Counters `protobuf:"bytes,5,opt,name=counters,proto3" json:"counters,omitempty"`
 	// cpu_time is the agent process's user+system CPU time in the interval.
-	CpuTime       *durationpb.Duration `protobuf:"bytes,6,opt,name=cpu_time,json=cpuTime,proto3" json:"cpu_time,omitempty"`
+	CpuTime *durationpb.Duration `protobuf:"bytes,6,opt,name=cpu_time,json=cpuTime,proto3" json:"cpu_time,omitempty"`
+	// cpu_wait is the time the agent process's threads spent runnable but
+	// waiting for a CPU in the interval, summed over threads (the second
+	// field of /proc/self/task/*/schedstat, the kernel's run-queue delay).
+	CpuWait       *durationpb.Duration `protobuf:"bytes,7,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,6 +788,13 @@ func (x *Interval) GetCounters() *Counters {
 func (x *Interval) GetCpuTime() *durationpb.Duration {
 	if x != nil {
 		return x.CpuTime
+	}
+	return nil
+}
+
+func (x *Interval) GetCpuWait() *durationpb.Duration {
+	if x != nil {
+		return x.CpuWait
 	}
 	return nil
 }
@@ -950,7 +961,7 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"provenance\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8c\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xc2\x02\n" +
 	"\bInterval\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12&\n" +
 	"\x0fstart_unix_nano\x18\x02 \x01(\x03R\rstartUnixNano\x12\"\n" +
@@ -959,7 +970,8 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"histograms\x18\x04 \x01(\v2\x16.phalanx.v1.HistogramsR\n" +
 	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
-	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"\xbb\x02\n" +
+	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x124\n" +
+	"\bcpu_wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\xbb\x02\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
@@ -1025,18 +1037,19 @@ var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	17, // 11: phalanx.v1.Interval.histograms:type_name -> phalanx.v1.Histograms
 	18, // 12: phalanx.v1.Interval.counters:type_name -> phalanx.v1.Counters
 	19, // 13: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
-	18, // 14: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	2,  // 15: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	4,  // 16: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	0,  // 17: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
-	3,  // 18: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	8,  // 19: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	1,  // 20: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	19, // 14: phalanx.v1.Interval.cpu_wait:type_name -> google.protobuf.Duration
+	18, // 15: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
+	2,  // 16: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	4,  // 17: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	0,  // 18: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
+	3,  // 19: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	8,  // 20: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	1,  // 21: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }

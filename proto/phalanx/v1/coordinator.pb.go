@@ -2245,7 +2245,10 @@ type AgentResult struct {
 	// interval_rps is the agent's completed responses per second in each
 	// interval it sent, in interval order: the samples of wrk's per-thread
 	// Req/Sec (agents being Phalanx's threads).
-	IntervalRps   []float64 `protobuf:"fixed64,22,rep,packed,name=interval_rps,json=intervalRps,proto3" json:"interval_rps,omitempty"`
+	IntervalRps []float64 `protobuf:"fixed64,22,rep,packed,name=interval_rps,json=intervalRps,proto3" json:"interval_rps,omitempty"`
+	// cpu_wait is the agent's run-queue delay in the window: the time its
+	// threads were runnable but waiting for a CPU, summed over threads.
+	CpuWait       *durationpb.Duration `protobuf:"bytes,23,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2430,6 +2433,13 @@ func (x *AgentResult) GetIntervals() []*AgentInterval {
 func (x *AgentResult) GetIntervalRps() []float64 {
 	if x != nil {
 		return x.IntervalRps
+	}
+	return nil
+}
+
+func (x *AgentResult) GetCpuWait() *durationpb.Duration {
+	if x != nil {
+		return x.CpuWait
 	}
 	return nil
 }
@@ -2842,7 +2852,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
 	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"changeSkew\"\xa2\x06\n" +
+	"changeSkew\"\xd8\x06\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -2868,7 +2878,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"provenance\x18\x14 \x01(\v2\x16.phalanx.v1.ProvenanceR\n" +
 	"provenance\x127\n" +
 	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals\x12!\n" +
-	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps\"\x9a\x04\n" +
+	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps\x124\n" +
+	"\bcpu_wait\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\x9a\x04\n" +
 	"\tStoredRun\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\rR\x06schema\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12$\n" +
@@ -3016,35 +3027,36 @@ var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	36, // 45: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
 	39, // 46: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
 	40, // 47: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
-	35, // 48: phalanx.v1.StoredRun.plan:type_name -> phalanx.v1.Plan
-	34, // 49: phalanx.v1.StoredRun.agents:type_name -> phalanx.v1.NodeMeta
-	0,  // 50: phalanx.v1.StoredRun.state:type_name -> phalanx.v1.RunState
-	25, // 51: phalanx.v1.StoredRun.result:type_name -> phalanx.v1.RunResult
-	24, // 52: phalanx.v1.StoredRun.intervals:type_name -> phalanx.v1.Progress
-	30, // 53: phalanx.v1.RunFile.run:type_name -> phalanx.v1.StoredRun
-	16, // 54: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	18, // 55: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	22, // 56: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	12, // 57: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	10, // 58: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
-	1,  // 59: phalanx.v1.CoordinatorService.ListRuns:input_type -> phalanx.v1.ListRunsRequest
-	4,  // 60: phalanx.v1.CoordinatorService.GetRun:input_type -> phalanx.v1.GetRunRequest
-	6,  // 61: phalanx.v1.CoordinatorService.DeleteRun:input_type -> phalanx.v1.DeleteRunRequest
-	8,  // 62: phalanx.v1.CoordinatorService.ImportRun:input_type -> phalanx.v1.ImportRunRequest
-	17, // 63: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	19, // 64: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	23, // 65: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	13, // 66: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	11, // 67: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
-	2,  // 68: phalanx.v1.CoordinatorService.ListRuns:output_type -> phalanx.v1.ListRunsResponse
-	5,  // 69: phalanx.v1.CoordinatorService.GetRun:output_type -> phalanx.v1.GetRunResponse
-	7,  // 70: phalanx.v1.CoordinatorService.DeleteRun:output_type -> phalanx.v1.DeleteRunResponse
-	9,  // 71: phalanx.v1.CoordinatorService.ImportRun:output_type -> phalanx.v1.ImportRunResponse
-	63, // [63:72] is the sub-list for method output_type
-	54, // [54:63] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	36, // 48: phalanx.v1.AgentResult.cpu_wait:type_name -> google.protobuf.Duration
+	35, // 49: phalanx.v1.StoredRun.plan:type_name -> phalanx.v1.Plan
+	34, // 50: phalanx.v1.StoredRun.agents:type_name -> phalanx.v1.NodeMeta
+	0,  // 51: phalanx.v1.StoredRun.state:type_name -> phalanx.v1.RunState
+	25, // 52: phalanx.v1.StoredRun.result:type_name -> phalanx.v1.RunResult
+	24, // 53: phalanx.v1.StoredRun.intervals:type_name -> phalanx.v1.Progress
+	30, // 54: phalanx.v1.RunFile.run:type_name -> phalanx.v1.StoredRun
+	16, // 55: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	18, // 56: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	22, // 57: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	12, // 58: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	10, // 59: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
+	1,  // 60: phalanx.v1.CoordinatorService.ListRuns:input_type -> phalanx.v1.ListRunsRequest
+	4,  // 61: phalanx.v1.CoordinatorService.GetRun:input_type -> phalanx.v1.GetRunRequest
+	6,  // 62: phalanx.v1.CoordinatorService.DeleteRun:input_type -> phalanx.v1.DeleteRunRequest
+	8,  // 63: phalanx.v1.CoordinatorService.ImportRun:input_type -> phalanx.v1.ImportRunRequest
+	17, // 64: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	19, // 65: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	23, // 66: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	13, // 67: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	11, // 68: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
+	2,  // 69: phalanx.v1.CoordinatorService.ListRuns:output_type -> phalanx.v1.ListRunsResponse
+	5,  // 70: phalanx.v1.CoordinatorService.GetRun:output_type -> phalanx.v1.GetRunResponse
+	7,  // 71: phalanx.v1.CoordinatorService.DeleteRun:output_type -> phalanx.v1.DeleteRunResponse
+	9,  // 72: phalanx.v1.CoordinatorService.ImportRun:output_type -> phalanx.v1.ImportRunResponse
+	64, // [64:73] is the sub-list for method output_type
+	55, // [55:64] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }

@@ -82,8 +82,13 @@ type Counters struct {
 	// ("identity" when absent; gzip, br, deflate, zstd, compress; "other"
 	// for any other value) to their count.
 	ContentEncoding map[string]int64 `protobuf:"bytes,16,rep,name=content_encoding,json=contentEncoding,proto3" json:"content_encoding,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// backlogged is the part of missed late because every connection was
+	// busy when the send was due (a server backlog at the connection cap),
+	// unsent included; missed - backlogged were late by the agent's own
+	// scheduling.
+	Backlogged    int64 `protobuf:"varint,18,opt,name=backlogged,proto3" json:"backlogged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -233,6 +238,13 @@ func (x *Counters) GetContentEncoding() map[string]int64 {
 		return x.ContentEncoding
 	}
 	return nil
+}
+
+func (x *Counters) GetBacklogged() int64 {
+	if x != nil {
+		return x.Backlogged
+	}
+	return 0
 }
 
 // Histograms are the HdrHistograms of an interval or a run, values in
@@ -589,7 +601,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xab\a\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xcb\a\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -612,7 +624,10 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"body_bytes\x18\x0f \x01(\x03R\tbodyBytes\x12,\n" +
 	"\x12header_field_bytes\x18\x11 \x01(\x03R\x10headerFieldBytes\x12T\n" +
-	"\x10content_encoding\x18\x10 \x03(\v2).phalanx.v1.Counters.ContentEncodingEntryR\x0fcontentEncoding\x1a9\n" +
+	"\x10content_encoding\x18\x10 \x03(\v2).phalanx.v1.Counters.ContentEncodingEntryR\x0fcontentEncoding\x12\x1e\n" +
+	"\n" +
+	"backlogged\x18\x12 \x01(\x03R\n" +
+	"backlogged\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
