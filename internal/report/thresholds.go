@@ -18,16 +18,23 @@ type Verdict struct {
 	AbortedAtS         float64 `json:"aborted_at_s,omitempty"`
 }
 
-// ThresholdResult is one threshold's outcome over the window. Value is in
-// Unit: "us" for latencies, "ratio" (0-1) for an error rate, "count",
-// "rps"; null when the window held no sample of the metric (NoData: then
-// it fails).
+// ThresholdResult is one threshold's outcome over the window. Value and
+// Limit are in Unit: "us" for latencies, "ratio" (0-1) for an error rate,
+// "count", "rps"; Value is null when the window held no sample of the
+// metric (NoData: then it fails). Metric is what it reads (a histogram's
+// name such as "latency" or "tls_full", or "rps", "errors"), Percentile
+// the pNN of a percentile threshold, LimitUs the bound of a latency one
+// (the HTML report draws a latency percentile's as its SLO line).
 type ThresholdResult struct {
-	Threshold string   `json:"threshold"`
-	Value     *float64 `json:"value"`
-	Unit      string   `json:"unit"`
-	Pass      bool     `json:"pass"`
-	NoData    bool     `json:"no_data,omitempty"`
+	Threshold  string   `json:"threshold"`
+	Value      *float64 `json:"value"`
+	Limit      float64  `json:"limit"`
+	Unit       string   `json:"unit"`
+	Pass       bool     `json:"pass"`
+	NoData     bool     `json:"no_data,omitempty"`
+	Metric     string   `json:"metric"`
+	Percentile float64  `json:"percentile,omitempty"`
+	LimitUs    float64  `json:"limit_us,omitempty"`
 }
 
 // Failed returns the thresholds that failed.

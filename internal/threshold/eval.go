@@ -35,13 +35,21 @@ type Result struct {
 	Unit      string
 	Pass      bool
 	NoData    bool
+	// Limit is the threshold's bound in Unit; Metric what it reads (a
+	// histogram's name, hist.Kind, for a latency metric; "rps" or
+	// "errors"); Percentile the pNN of a percentile metric (0 otherwise).
+	Limit      float64
+	Metric     string
+	Percentile float64
 }
 
 // Eval evaluates t on d: on its stage's window when it is scoped to one.
 func (t Threshold) Eval(d Data) Result {
 	if t.Stage >= 0 {
 		if t.Stage >= len(d.Stages) {
-			return Result{Threshold: t.Text, Unit: t.Unit(), NoData: true}
+			r := t.result()
+			r.NoData = true
+			return r
 		}
 		return t.EvalWindow(d.Stages[t.Stage])
 	}
@@ -50,7 +58,7 @@ func (t Threshold) Eval(d Data) Result {
 
 // EvalWindow evaluates t on w, ignoring its stage scope.
 func (t Threshold) EvalWindow(w Window) Result {
-	r := Result{Threshold: t.Text, Unit: t.Unit()}
+	r := t.result()
 	v, ok := t.value(w)
 	if !ok {
 		r.NoData = true
@@ -66,6 +74,20 @@ func (t Threshold) EvalWindow(w Window) Result {
 		r.Pass = v > t.Limit
 	case GreaterEq:
 		r.Pass = v >= t.Limit
+	}
+	return r
+}
+
+// result returns t's Result before evaluation.
+func (t Threshold) result() Result {
+	r := Result{Threshold: t.Text, Unit: t.Unit(), Limit: t.Limit, Metric: t.Kind.String()}
+	switch t.Metric {
+	case RPS:
+		r.Metric = "rps"
+	case Errors:
+		r.Metric = "errors"
+	case Percentile:
+		r.Percentile = t.Percentile
 	}
 	return r
 }

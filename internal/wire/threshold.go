@@ -10,7 +10,8 @@ import (
 func ThresholdsToProto(rs []threshold.Result) []*pb.ThresholdResult {
 	out := make([]*pb.ThresholdResult, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, &pb.ThresholdResult{Threshold: r.Threshold, Value: r.Value, Unit: r.Unit, Pass: r.Pass, NoData: r.NoData})
+		out = append(out, &pb.ThresholdResult{Threshold: r.Threshold, Value: r.Value, Unit: r.Unit, Pass: r.Pass, NoData: r.NoData,
+			Limit: r.Limit, Metric: r.Metric, Percentile: r.Percentile})
 	}
 	return out
 }
@@ -23,7 +24,11 @@ func VerdictFromProto(r *pb.RunResult) report.Verdict {
 		v.AbortedAtS = r.GetAbortedAt().AsDuration().Seconds()
 	}
 	for _, t := range r.GetThresholds() {
-		tr := report.ThresholdResult{Threshold: t.GetThreshold(), Unit: t.GetUnit(), Pass: t.GetPass(), NoData: t.GetNoData()}
+		tr := report.ThresholdResult{Threshold: t.GetThreshold(), Unit: t.GetUnit(), Pass: t.GetPass(), NoData: t.GetNoData(),
+			Limit: t.GetLimit(), Metric: t.GetMetric(), Percentile: t.GetPercentile()}
+		if t.GetUnit() == threshold.UnitMicros {
+			tr.LimitUs = t.GetLimit()
+		}
 		if !t.GetNoData() {
 			val := t.GetValue()
 			tr.Value = &val

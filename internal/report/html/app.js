@@ -264,7 +264,7 @@
   // and, for one on a latency percentile, metric "latency", percentile
   // (0-100) and limit_us, which the spectrum draws as its SLO line.
   function thresholds(run) {
-    return (run.thresholds || []).map((t) => ({ name: t.name, value: t.value, limit: t.limit, pass: !!t.pass,
+    return (run.thresholds || []).map((t) => ({ name: t.threshold ?? t.name, value: t.value, limit: t.limit, pass: !!t.pass,
       slo: t.metric === 'latency' && t.percentile > 0 && t.percentile < 100 && t.limit_us > 0 ? { p: t.percentile, us: t.limit_us } : null }));
   }
 

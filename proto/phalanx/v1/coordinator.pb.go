@@ -1849,7 +1849,14 @@ type ThresholdResult struct {
 	Unit string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
 	Pass bool   `protobuf:"varint,4,opt,name=pass,proto3" json:"pass,omitempty"`
 	// no_data is set when the metric had no sample (then pass is false).
-	NoData        bool `protobuf:"varint,5,opt,name=no_data,json=noData,proto3" json:"no_data,omitempty"`
+	NoData bool `protobuf:"varint,5,opt,name=no_data,json=noData,proto3" json:"no_data,omitempty"`
+	// limit is the threshold's bound, in unit.
+	Limit float64 `protobuf:"fixed64,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// metric is what it reads: a histogram's name (hist.Kind: "latency",
+	// "tls_full", ...) for a latency metric, else "rps" or "errors";
+	// percentile (0-100) is set for a pNN metric.
+	Metric        string  `protobuf:"bytes,7,opt,name=metric,proto3" json:"metric,omitempty"`
+	Percentile    float64 `protobuf:"fixed64,8,opt,name=percentile,proto3" json:"percentile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1917,6 +1924,27 @@ func (x *ThresholdResult) GetNoData() bool {
 		return x.NoData
 	}
 	return false
+}
+
+func (x *ThresholdResult) GetLimit() float64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ThresholdResult) GetMetric() string {
+	if x != nil {
+		return x.Metric
+	}
+	return ""
+}
+
+func (x *ThresholdResult) GetPercentile() float64 {
+	if x != nil {
+		return x.Percentile
+	}
+	return 0
 }
 
 // TimelinePoint is interval k of the window, merged across agents: every
@@ -2817,13 +2845,18 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"thresholds\x120\n" +
 	"\x14aborted_by_threshold\x18\x17 \x01(\tR\x12abortedByThreshold\x128\n" +
 	"\n" +
-	"aborted_at\x18\x18 \x01(\v2\x19.google.protobuf.DurationR\tabortedAt\"\x86\x01\n" +
+	"aborted_at\x18\x18 \x01(\v2\x19.google.protobuf.DurationR\tabortedAt\"\xd4\x01\n" +
 	"\x0fThresholdResult\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\tR\tthreshold\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12\x12\n" +
 	"\x04pass\x18\x04 \x01(\bR\x04pass\x12\x17\n" +
-	"\ano_data\x18\x05 \x01(\bR\x06noData\"\x81\x04\n" +
+	"\ano_data\x18\x05 \x01(\bR\x06noData\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x01R\x05limit\x12\x16\n" +
+	"\x06metric\x18\a \x01(\tR\x06metric\x12\x1e\n" +
+	"\n" +
+	"percentile\x18\b \x01(\x01R\n" +
+	"percentile\"\x81\x04\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
