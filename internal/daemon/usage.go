@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -115,7 +116,17 @@ func Execute(cmd *cobra.Command, name string, args []string, stderr io.Writer) i
 	}
 	err := cmd.Execute()
 	if err != nil {
-		fmt.Fprintln(stderr, name+":", err)
+		fmt.Fprintln(stderr, name+":", err.Error()+portHint(err))
 	}
 	return ExitStatus(err)
+}
+
+// portHint returns what to do about a port another process holds (a
+// second member on one host started with the first's ports, the default
+// ones), to append to err's message, or "".
+func portHint(err error) string {
+	if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+		return ""
+	}
+	return " (another process holds that port, perhaps another member on this host: give each member its own --grpc-addr and --gossip-addr ports; README \"On one machine\")"
 }

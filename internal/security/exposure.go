@@ -131,7 +131,7 @@ func (e Exposure) Check() (warning string, err error) {
 		}
 		oneHost := ""
 		if first.Gossip && !grpcExposed {
-			oneHost = fmt.Sprintf("; on one host, give %s 127.0.0.1:PORT", first.Flag)
+			oneHost = fmt.Sprintf("; on one host, give %s 127.0.0.1:PORT, a port of its own per member, with --local (README \"On one machine\")", first.Flag)
 		}
 		return "", fmt.Errorf("%s is not a loopback address: a daemon on the network needs %s (README \"Securing a cluster\")%s; or --%s to start anyway, and then %s",
 			first, strings.Join(needs, " and "), oneHost, FlagInsecureCluster, strings.Join(risks, "; "))

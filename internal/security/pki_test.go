@@ -205,7 +205,7 @@ func TestExposure(t *testing.T) {
 		{"exposed gossip with TLS, no key: what --insecure-cluster allows", security.Exposure{Listen: exposed, TLS: true}, "or --insecure-cluster to start anyway, and then gossip on --gossip-addr 0.0.0.0:7946 is unencrypted: anyone who reaches it may join the cluster and read its membership", ""},
 		// The default gossip address says so, with the one-host fix.
 		{"default gossip address", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "127.0.0.1:17102"}, {Flag: "--gossip-addr", Addr: "0.0.0.0:7946", Gossip: true, Default: true}}},
-			"--gossip-addr 0.0.0.0:7946 (the default) is not a loopback address: a daemon on the network needs mutual TLS (--tls-ca, --tls-cert, --tls-key) and a gossip key for its gossip (--gossip-key-file, made by coordctl keygen) (README \"Securing a cluster\"); on one host, give --gossip-addr 127.0.0.1:PORT; or --insecure-cluster", ""},
+			"--gossip-addr 0.0.0.0:7946 (the default) is not a loopback address: a daemon on the network needs mutual TLS (--tls-ca, --tls-cert, --tls-key) and a gossip key for its gossip (--gossip-key-file, made by coordctl keygen) (README \"Securing a cluster\"); on one host, give --gossip-addr 127.0.0.1:PORT, a port of its own per member, with --local (README \"On one machine\"); or --insecure-cluster", ""},
 		{"seam", security.Exposure{Listen: local, Loopback: func(string) bool { return false }}, "--grpc-addr 127.0.0.1:7070 is not a loopback", ""},
 		{"bad address", security.Exposure{Listen: []security.Listen{{Flag: "--grpc-addr", Addr: "nope", Gossip: false}}}, "--grpc-addr \"nope\"", ""},
 	}
