@@ -56,11 +56,19 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 	}
 	p := plan.Plan{URL: "https://x/", Connections: agents, Duration: time.Hour}
 	p.SetDefaults()
-	m := merge.New(p, agents) // rounds of `agents` adds each complete interval 0 again
+	m := merge.New(p, agents) // each round of `agents` adds completes the next interval
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, _, err := addInterval(m, i%agents, 2, time.Unix(0, 0), msgs[i%len(msgs)]); err != nil {
+		k := i / agents % 3600
+		if k == 0 && i%agents == 0 && i > 0 {
+			b.StopTimer()
+			m = merge.New(p, agents) // the hour's intervals are all merged: start again
+			b.StartTimer()
+		}
+		iv := msgs[i%len(msgs)]
+		iv.Index, iv.StartUnixNano, iv.EndUnixNano = int32(k), int64(k)*int64(time.Second), int64(k+1)*int64(time.Second)
+		if _, _, err := addInterval(m, i%agents, 2, time.Unix(0, 0), iv); err != nil {
 			b.Fatal(err)
 		}
 	}

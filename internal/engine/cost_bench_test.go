@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/selfexec"
 )
 
 // rawServerEnv, set in the environment of the test binary, makes it the
@@ -73,30 +74,8 @@ func serveRaw(c net.Conn) {
 // rawServerProcess starts the test binary as a raw keep-alive server in
 // its own process and returns its URL and pid; it stops at the end of b.
 func rawServerProcess(b *testing.B) (url string, pid int) {
-	b.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), rawServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("raw server process: %v", err)
-	}
-	return "http://" + strings.TrimSpace(addr) + "/", cmd.Process.Pid
+	addr, pid := selfexec.Start(b, rawServerEnv)
+	return "http://" + addr + "/", pid
 }
 
 // processTicks returns the CPU time (user + system) of process pid from

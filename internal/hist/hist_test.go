@@ -258,3 +258,44 @@ func TestWithinStdev(t *testing.T) {
 		t.Errorf("one value: WithinStdev() = %v, want 100", got)
 	}
 }
+
+// TestAccumulatorEqualsAddSparse: summing decoded histograms by bucket
+// index (Accumulator) gives byte for byte the encoding of adding them
+// value by value (AddSparse), over several histograms of different
+// spreads, and Reset empties it.
+func TestAccumulatorEqualsAddSparse(t *testing.T) {
+	var d Decoder
+	var s Sparse
+	prop := func(seed uint64, parts uint8) bool {
+		r := rand.New(rand.NewPCG(seed, 12))
+		var acc Accumulator
+		want := New()
+		for range int(parts%6) + 1 {
+			h := New()
+			for _, v := range samples(r, r.IntN(3000)) {
+				h.RecordMicros(v)
+			}
+			if err := d.Decode(h.EncodeV2(), &s); err != nil {
+				t.Log(err)
+				return false
+			}
+			acc.Add(&s)
+			if err := want.AddSparse(&s); err != nil {
+				t.Log(err)
+				return false
+			}
+		}
+		got := acc.Histogram()
+		gb, err1 := got.Encode()
+		wb, err2 := want.Encode()
+		if err1 != nil || err2 != nil || !bytes.Equal(gb, wb) || acc.Count() != want.Count() || got.Count() != want.Count() {
+			t.Logf("seed %d: %d parts: accumulator %d samples, AddSparse %d (%v, %v)", seed, parts%6+1, got.Count(), want.Count(), err1, err2)
+			return false
+		}
+		acc.Reset()
+		return acc.Count() == 0 && acc.Histogram().Count() == 0
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 50}); err != nil {
+		t.Fatal(err)
+	}
+}

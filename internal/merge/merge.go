@@ -83,9 +83,9 @@ type Stage struct {
 }
 
 type pending struct {
-	latency  *hist.Histogram
-	lateness *hist.Histogram // open loop only
-	service  *hist.Histogram // open loop only
+	latency  *hist.Accumulator
+	lateness *hist.Accumulator // open loop only
+	service  *hist.Accumulator // open loop only
 	counts   measure.Counts
 	requests int64
 	errors   int64
@@ -106,13 +106,16 @@ type Merger struct {
 	agents int
 	dec    hist.Decoder
 	sparse [hist.NumKinds]hist.Sparse
-	total  *hist.Set
-	counts measure.Counts
-	open   map[int]*pending
-	free   []*hist.Histogram
-	points map[int]*Point
-	stages []*Stage
-	seen   [][]uint64 // per agent, a bit per interval index merged; check allocates it
+	// total and stageLat accumulate the window's histograms and each
+	// stage's latency by bucket index (Total and Stages build them).
+	total    [hist.NumKinds]hist.Accumulator
+	stageLat []hist.Accumulator
+	counts   measure.Counts
+	open     map[int]*pending
+	free     []*hist.Accumulator
+	points   map[int]*Point
+	stages   []*Stage
+	seen     [][]uint64 // per agent, a bit per interval index merged; check allocates it
 	// lost marks the agents Lose removed; live counts the others.
 	lost []bool
 	live int
@@ -121,11 +124,12 @@ type Merger struct {
 // New returns a merger for a run of plan p (defaults set) over agents
 // agents.
 func New(p plan.Plan, agents int) *Merger {
-	m := &Merger{p: p, agents: agents, total: hist.NewSet(), open: map[int]*pending{}, points: map[int]*Point{},
+	m := &Merger{p: p, agents: agents, open: map[int]*pending{}, points: map[int]*Point{},
 		lost: make([]bool, max(agents, 0)), live: agents}
 	for i, sp := range p.StageSpans() {
 		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
 	}
+	m.stageLat = make([]hist.Accumulator, len(m.stages))
 	return m
 }
 
@@ -151,19 +155,16 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	if latency.Total != iv.Counts.Requests {
 		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.Index, latency.Total, iv.Counts.Requests)
 	}
+	// Nothing below fails: the interval is merged whole or not at all.
 	for k := range hist.NumKinds {
-		if err := m.total.Get(k).AddSparse(&m.sparse[k]); err != nil {
-			return nil, err
-		}
+		m.total[k].Add(&m.sparse[k])
 	}
 	m.markSeen(iv.Agent, iv.Index) // merged from here on
 	m.counts.Add(iv.Counts)
-	for _, st := range m.stages {
+	for i, st := range m.stages {
 		if iv.Start >= st.Start && iv.Start < st.Start+st.Duration {
 			st.Counts.Add(iv.Counts)
-			if err := st.Latency.AddSparse(latency); err != nil {
-				return nil, err
-			}
+			m.stageLat[i].Add(latency)
 		}
 	}
 	p := m.open[iv.Index]
@@ -174,16 +175,10 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 		}
 		m.open[iv.Index] = p
 	}
-	if err := p.latency.AddSparse(latency); err != nil {
-		return nil, err
-	}
+	p.latency.Add(latency)
 	if p.lateness != nil {
-		if err := p.lateness.AddSparse(&m.sparse[hist.Lateness]); err != nil {
-			return nil, err
-		}
-		if err := p.service.AddSparse(&m.sparse[hist.Service]); err != nil {
-			return nil, err
-		}
+		p.lateness.Add(&m.sparse[hist.Lateness])
+		p.service.Add(&m.sparse[hist.Service])
 	}
 	p.counts.Add(iv.Counts)
 	p.requests += iv.Counts.Requests
@@ -242,20 +237,21 @@ func (m *Merger) Lose(a int) ([]*Point, error) {
 	return out, nil
 }
 
-func (m *Merger) newHist() *hist.Histogram {
+func (m *Merger) newHist() *hist.Accumulator {
 	if n := len(m.free); n > 0 {
 		h := m.free[n-1]
 		m.free = m.free[:n-1]
 		return h
 	}
-	return hist.New()
+	return &hist.Accumulator{}
 }
 
 // finish turns interval k's pending merge into its timeline point.
 func (m *Merger) finish(k int) (*Point, error) {
 	p := m.open[k]
 	delete(m.open, k)
-	b, err := p.latency.Encode()
+	latency := p.latency.Histogram()
+	b, err := latency.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("interval %d: %w", k, err)
 	}
@@ -264,8 +260,8 @@ func (m *Merger) finish(k int) (*Point, error) {
 		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
 		Latency: b, Agents: p.seen,
 	}
-	if p.latency.Count() > 0 {
-		pt.P99 = p.latency.ValueAtPercentile(99)
+	if latency.Count() > 0 {
+		pt.P99 = latency.ValueAtPercentile(99)
 	}
 	for a, lost := range m.lost {
 		if lost && !p.from[a] {
@@ -279,10 +275,10 @@ func (m *Merger) finish(k int) (*Point, error) {
 		pt.TargetConnections = target
 	}
 	if p.lateness != nil {
-		if pt.Lateness, err = p.lateness.Encode(); err != nil {
+		if pt.Lateness, err = p.lateness.Histogram().Encode(); err != nil {
 			return nil, fmt.Errorf("interval %d: %w", k, err)
 		}
-		if pt.Service, err = p.service.Encode(); err != nil {
+		if pt.Service, err = p.service.Histogram().Encode(); err != nil {
 			return nil, fmt.Errorf("interval %d: %w", k, err)
 		}
 		p.lateness.Reset()
@@ -343,16 +339,28 @@ func (m *Merger) Timeline() ([]*Point, error) {
 }
 
 // Total returns the window's merged histograms (every interval of every
-// agent); the merger keeps adding to it.
-func (m *Merger) Total() *hist.Set { return m.total }
+// agent merged so far), built anew at each call.
+func (m *Merger) Total() *hist.Set {
+	s := hist.NewSet()
+	for k := range hist.NumKinds {
+		s.Put(k, m.total[k].Histogram())
+	}
+	return s
+}
 
 // Counts returns the window's merged counters (Issued is 0: see
 // measure.Counts).
 func (m *Merger) Counts() measure.Counts { return m.counts }
 
 // Stages returns the stages in order, with their merged counters and
-// latency (nil without stages).
-func (m *Merger) Stages() []*Stage { return m.stages }
+// latency (nil without stages). Each call rebuilds their Latency from
+// what was merged so far; their Counts are kept up to date by Add.
+func (m *Merger) Stages() []*Stage {
+	for i, st := range m.stages {
+		st.Latency = m.stageLat[i].Histogram()
+	}
+	return m.stages
+}
 
 // Window returns a run's measurement window: planned, unless an agent
 // reported its window's end (ends: each such agent's end as an offset
