@@ -14,6 +14,7 @@ import (
 	"text/template"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/threshold"
 )
 
 // The page's assets: uPlot (html/vendor, its licence and version in
@@ -57,6 +58,10 @@ type HTMLData struct {
 	// Warnings are the report's (Report.Warnings): what a reader must know
 	// before trusting its figures.
 	Warnings []string `json:"warnings,omitempty"`
+	// SLOs are the run's whole-window thresholds on a latency percentile
+	// (Run.thresholds holds every threshold's outcome), drawn on the
+	// spectra as SLO lines.
+	SLOs []HTMLSLO `json:"slos,omitempty"`
 	// Timeline is the run's timeline as columns, one entry per interval.
 	Timeline HTMLTimeline `json:"timeline"`
 	// Spectra holds the whole window's histograms for the percentile
@@ -66,6 +71,32 @@ type HTMLData struct {
 	// geometry (2 significant digits), for the spectrum of a selected
 	// range.
 	Intervals HTMLIntervals `json:"intervals"`
+}
+
+// HTMLSLO is a whole-window threshold on a percentile of a latency
+// histogram (coordctl run --threshold p99<3ms, ttfb.p99.9<10ms): Kind names
+// the histogram (hist.Kind's names: latency, service, lateness, connect,
+// tls_full, tls_resumed, ttfb), Percentile is 0-100, LimitUs the bound in
+// µs, and Pass its outcome.
+type HTMLSLO struct {
+	Threshold  string  `json:"threshold"`
+	Kind       string  `json:"kind"`
+	Percentile float64 `json:"percentile"`
+	LimitUs    float64 `json:"limit_us"`
+	Pass       bool    `json:"pass"`
+}
+
+// sloOf returns the SLOs among rep's thresholds (see HTMLSLO).
+func sloOf(rep *Report) []HTMLSLO {
+	var out []HTMLSLO
+	for _, r := range rep.Thresholds {
+		t, err := threshold.Parse(r.Threshold)
+		if err != nil || t.Stage >= 0 || t.Metric != threshold.Percentile {
+			continue // the coordinator parsed it; a stage's or another metric's has no line
+		}
+		out = append(out, HTMLSLO{Threshold: r.Threshold, Kind: t.Kind.String(), Percentile: t.Percentile, LimitUs: t.Limit, Pass: r.Pass})
+	}
+	return out
 }
 
 // HTMLTimeline is a run's timeline as columns (index i of each is
@@ -137,7 +168,7 @@ type HTMLIntervals struct {
 func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	summary := *rep
 	summary.Timeline = nil
-	d := &HTMLData{Format: HTMLFormat, View: "run", Run: &summary, Warnings: rep.Warnings()}
+	d := &HTMLData{Format: HTMLFormat, View: "run", Run: &summary, Warnings: rep.Warnings(), SLOs: sloOf(rep)}
 	n := len(run.Timeline)
 	t := &d.Timeline
 	t.StartS, t.DurationS, t.RPS = make([]float64, n), make([]float64, n), make([]float64, n)

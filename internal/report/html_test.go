@@ -29,6 +29,20 @@ func runAndReport(t testing.TB, res *pb.RunResult) (*report.Run, *report.Report)
 	return run, rep
 }
 
+// dataOf builds run's report and its HTML data block.
+func dataOf(t *testing.T, run *report.Run) *report.HTMLData {
+	t.Helper()
+	rep, err := report.Build(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := report.BuildHTMLData(run, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // htmlData returns the indented JSON of res's HTML data block.
 func htmlData(t *testing.T, res *pb.RunResult) []byte {
 	t.Helper()
@@ -192,3 +206,23 @@ func equal(a, b []int64) bool {
 }
 
 func head(a []int64) []int64 { return a[:min(len(a), 12)] }
+
+// TestHTMLSLOs checks which thresholds the page draws as SLO lines: the
+// whole window's percentiles of a latency histogram, not a stage's, not
+// max, rps or errors.
+func TestHTMLSLOs(t *testing.T) {
+	res := result(t)
+	run, err := wire.RunFromProto(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := 900.0
+	for _, th := range []string{"p99<3ms", "stage1.p99<3ms", "rps>100", "errors<1%", "max<1s", "ttfb.p99.9<=10ms"} {
+		run.Verdict.Thresholds = append(run.Verdict.Thresholds, report.ThresholdResult{Threshold: th, Value: &v, Unit: "us", Pass: th != "p99<3ms"})
+	}
+	d := dataOf(t, run)
+	want := []report.HTMLSLO{{Threshold: "p99<3ms", Kind: "latency", Percentile: 99, LimitUs: 3000}, {Threshold: "ttfb.p99.9<=10ms", Kind: "ttfb", Percentile: 99.9, LimitUs: 10000, Pass: true}}
+	if len(d.SLOs) != len(want) || d.SLOs[0] != want[0] || d.SLOs[1] != want[1] {
+		t.Errorf("SLOs = %+v, want %+v", d.SLOs, want)
+	}
+}

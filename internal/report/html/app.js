@@ -259,13 +259,21 @@
   }
 
   // ---- thresholds ----
-  // thresholds returns the report's thresholds, run.thresholds[] (none
-  // until the report model carries them): each {name, value, limit, pass},
-  // and, for one on a latency percentile, metric "latency", percentile
-  // (0-100) and limit_us, which the spectrum draws as its SLO line.
-  function thresholds(run) {
-    return (run.thresholds || []).map((t) => ({ name: t.threshold ?? t.name, value: t.value, limit: t.limit, pass: !!t.pass,
-      slo: t.metric === 'latency' && t.percentile > 0 && t.percentile < 100 && t.limit_us > 0 ? { p: t.percentile, us: t.limit_us } : null }));
+  // fmtThreshold formats a threshold's value in its unit.
+  function fmtThreshold(v, unit) {
+    if (v == null) return 'no data';
+    switch (unit) {
+      case 'us': return fmtUs(v);
+      case 'ratio': return fmtNum(100 * v, 3) + ' %';
+      case 'rps': return fmtNum(v, 1) + '/s';
+      default: return fmtNum(v, 0);
+    }
+  }
+  // sloLines returns the reference lines of the SLOs on the histograms of kinds.
+  function sloLines(kinds) {
+    return (D.slos || []).filter((s) => kinds.includes(s.kind)).flatMap((s) => [
+      { y: s.limit_us, label: s.threshold + (s.pass ? ' (pass)' : ' (fail)') },
+      { x: Math.log10(1 / (1 - s.percentile / 100)) }]);
   }
 
   // provenance renders what produced the run: the plan hash and the
@@ -294,6 +302,7 @@
       (r.lost_agents || []).map((l) => 'lost agent ' + l.name + ' after ' + fmtSecs(l.lost_at_s) + ': ' + l.error + '. '),
       'Every figure covers the ' + fmtSecs(r.duration_s) + ' that ran.'));
     if (r.aborted) notices.push(el('div', { class: 'notice bad' }, 'Aborted at the agent loss (on_agent_loss abort).'));
+    if (r.aborted_by_threshold) notices.push(el('div', { class: 'notice bad' }, 'Aborted by threshold ' + r.aborted_by_threshold + ' (--abort-on-fail) at ' + fmtSecs(r.aborted_at_s) + ': the report covers the ' + fmtSecs(r.duration_s) + ' that ran.'));
     if (r.stopped_early) notices.push(el('div', { class: 'notice' }, 'Stopped early: the report covers the first ' + fmtSecs(r.duration_s) + '.'));
     if (r.client_bound) notices.push(el('div', { class: 'notice' }, 'Client-bound: the numbers may measure the client, not the server: ', (r.client_bound_reasons || []).join('; ') + '.'));
     if (r.coordinator_stall_s) notices.push(el('div', { class: 'notice' }, 'The coordinator stalled for ' + fmtSecs(r.coordinator_stall_s) + '.'));
@@ -331,15 +340,17 @@
     if (r.plan_requests) planRows.push(['requests', fmtNum(r.plan_requests, 0)]);
     if (open) planRows.push(['target RPS (window mean)', fmtNum(r.target_rps)], ['missed sends', fmtNum(r.missed, 0) + (r.unsent ? ' (' + fmtNum(r.unsent, 0) + ' never sent)' : '')]);
     if (r.on_agent_loss) planRows.push(['on agent loss', r.on_agent_loss]);
+    if ((r.tags || []).length) planRows.push(['tags', r.tags.join(', ')]);
+    if (r.note) planRows.push(['note', r.note]);
     if (r.warmup) planRows.push(['warm-up', fmtSecs(r.warmup.duration_s) + ', ' + fmtNum(r.warmup.requests, 0) + ' requests (excluded)']);
     const plan = section('plan', 'Plan', table(['', ''], planRows.map(([k, v]) => [k, el('td', { class: 'text' }, String(v))])),
       (r.stages || []).length ? table(['stage', 'start', 'duration', 'target', 'requests', 'RPS', 'errors', 'p99', 'change skew'],
         r.stages.map((s) => [s.index, fmtSecs(s.start_s), fmtSecs(s.duration_s), s.target_from + ' → ' + s.target_to, fmtNum(s.requests, 0), fmtNum(s.rps),
           fmtNum(Object.values(s.errors || {}).reduce((a, b) => a + b, 0), 0), s.latency_us ? fmtUs(s.latency_us.p99) : '-', fmtUs(s.change_skew_us)])) : null);
 
-    const th = thresholds(r);
+    const th = r.thresholds || [];
     const thSection = th.length ? section('thresholds', 'Thresholds', table(['threshold', 'value', 'limit', 'result'],
-      th.map((t) => [t.name, String(t.value ?? '-'), String(t.limit ?? '-'), el('td', { class: t.pass ? 'pass' : 'fail' }, t.pass ? 'pass' : 'fail')]))) : null;
+      th.map((t) => [t.threshold, fmtThreshold(t.value, t.unit), fmtThreshold(t.limit, t.unit), el('td', { class: t.pass ? 'pass' : 'fail' }, t.pass ? 'pass' : t.no_data ? 'fail (no data)' : 'fail')]))) : null;
 
     // Timeline.
     const xs = tl.start_s.map((s) => start + s);
@@ -394,14 +405,13 @@
       latency: fromPairs(D.spectra.latency, 10), service: fromPairs(D.spectra.service_time, 10), lateness: fromPairs(D.spectra.lateness, 10),
       connect: fromPairs(D.spectra.connect, 10), tlsFull: fromPairs(D.spectra.tls_full, 10), tlsResumed: fromPairs(D.spectra.tls_resumed, 10), ttfb: fromPairs(D.spectra.ttfb, 10),
     };
-    const slo = th.filter((t) => t.slo).map((t) => t.slo);
-    const sloLines = slo.flatMap((s) => [{ y: s.us, label: 'SLO p' + s.p + ' ≤ ' + fmtUs(s.us) }, { x: Math.log10(1 / (1 - s.p / 100)), color: '#b3261e' }]);
+    const latSLO = sloLines(['latency', 'service', 'lateness']);
     const latSeries = [usSeries(open ? 'latency (from intended send)' : 'latency', COLORS[0])];
     if (open) latSeries.push(usSeries('service time (from actual send)', COLORS[1]), usSeries('send lateness', COLORS[7]));
     const latHists = (h) => (open ? [h.latency, h.service, h.lateness] : [h.latency]);
-    let su = spectrumChart('spectrum', spHost, latSeries, latHists(whole), sloLines);
+    let su = spectrumChart('spectrum', spHost, latSeries, latHists(whole), latSLO);
     const phaseSeries = [usSeries('connect', COLORS[2]), usSeries('TLS full', COLORS[3]), usSeries('TLS resumed', COLORS[4]), usSeries('TTFB', COLORS[5])];
-    spectrumChart('phases', phHost, phaseSeries, [whole.connect, whole.tlsFull, whole.tlsResumed, whole.ttfb]);
+    spectrumChart('phases', phHost, phaseSeries, [whole.connect, whole.tlsFull, whole.tlsResumed, whole.ttfb], sloLines(['connect', 'tls_full', 'tls_resumed', 'ttfb']));
     const cpuCols = (tl.cpu_busy || []).map((c) => c.map((v) => 100 * v));
     chart('cpu', cpuHost, {
       height: 220, tzDate, scales: { x: { time: true }, pct: { range: [0, 100] } },
@@ -418,7 +428,7 @@
 
     function setSpectrum(hs, text, note) {
       su.destroy();
-      su = spectrumChart('spectrum', spHost, latSeries, hs, sloLines);
+      su = spectrumChart('spectrum', spHost, latSeries, hs, latSLO);
       source.textContent = text;
       document.getElementById('spectrum-note').textContent = note;
       const sum = (h) => (h && h.total ? { count: h.total, p50: quantile(h, 0.5), p99: quantile(h, 0.99), max: quantile(h, 1) } : null);
