@@ -202,7 +202,7 @@ func New(cfg Config) (*Coordinator, error) {
 	var st *store.Store
 	if cfg.DataDir != "" {
 		if st, err = store.Open(cfg.DataDir); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (give another --data-dir, or --data-dir '' to keep no runs)", err)
 		}
 	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)

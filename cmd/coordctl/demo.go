@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,6 +78,13 @@ test against the target, and prints the merged report.`,
 			}()
 
 			c, err := localcluster.StartWith(ctx, localcluster.Options{Agents: agents, Logger: quiet, DataDir: dataDir})
+			if errors.Is(err, store.ErrInUse) {
+				// Another demo (or a coordinator) has the store: run anyway,
+				// without keeping this run.
+				fmt.Fprintf(out, "demo: %v; this run is not stored\n", err)
+				dataDir = ""
+				c, err = localcluster.StartWith(ctx, localcluster.Options{Agents: agents, Logger: quiet})
+			}
 			if err != nil {
 				return err
 			}

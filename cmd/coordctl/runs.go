@@ -61,6 +61,9 @@ func (sf *storeFlags) open(co *coordinatorFlags) (runStore, func(), error) {
 	}
 	if dir != "" {
 		st, err := store.Open(dir)
+		if errors.Is(err, store.ErrInUse) {
+			return nil, nil, fmt.Errorf("%w (a coordinator running on it? ask it with --coordinator instead)", err)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -99,6 +99,16 @@ func TestStoreCommandsOnDataDir(t *testing.T) {
 	if _, errOut, code = coordctl("rm", "--data-dir", dir, id); code != 1 || !strings.Contains(errOut, "no such run") {
 		t.Errorf("rm twice: exit %d %q", code, errOut)
 	}
+	// A store another process (here: this one) holds is refused, pointing
+	// at the coordinator.
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, errOut, code = coordctl("runs", "--data-dir", dir); code != 1 || !strings.Contains(errOut, "in use by another process") || !strings.Contains(errOut, "--coordinator") {
+		t.Errorf("runs on a store in use: exit %d %q", code, errOut)
+	}
 }
 
 func TestRunThresholdFlags(t *testing.T) {

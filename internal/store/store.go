@@ -48,7 +48,7 @@ var ErrNotFound = errors.New("no such run in the store")
 var ErrExists = errors.New("a run with this ID is already in the store")
 
 // ErrInUse is returned by Open when another process holds the store.
-var ErrInUse = errors.New("the run store is in use by another process")
+var ErrInUse = errors.New("in use by another process")
 
 // UserDir returns the per-user data directory for runs of a coordinator
 // embedded in coordctl (coordctl demo): $XDG_DATA_HOME/phalanx, else
@@ -84,7 +84,7 @@ func Open(dir string) (*Store, error) {
 	path := filepath.Join(dir, FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("run store %s: %w (a coordinator running on it? give each its own --data-dir, or reach it with --coordinator)", path, ErrInUse)
+		return nil, fmt.Errorf("run store %s: %w", path, ErrInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run store %s: %w", path, err)
