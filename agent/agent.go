@@ -29,6 +29,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/metrics"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/security"
 	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -676,6 +677,13 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 	}
 	if !res.FirstSend.IsZero() {
 		done.FirstSendUnixNano = res.FirstSend.UnixNano()
+	}
+	mix := make([]report.MixRun, len(res.Mix))
+	for i, m := range res.Mix {
+		mix[i] = report.MixRun{Counts: m.Counts, Latency: m.Latency}
+	}
+	if done.Mix, err = wire.MixToProto(mix); err != nil {
+		return fmt.Errorf("agent %s: %w", a.cfg.Name, err)
 	}
 	log.Info("share done", "issued", res.Issued, "in_flight", res.InFlight, "stopped_early", res.StoppedEarly)
 	return stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Done{Done: done}})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -51,6 +52,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 	}
 	var ends []time.Duration // each agent's window end, from its window start
 	var firsts spread        // the agents' first sends, coordinator clock
+	var mix []report.MixRun  // each request of the mix apart, over the agents' Done
 	stopped := false         // an agent's window was ended early (StopRun, or an abort)
 	for _, r := range runs {
 		ar := rn.agentRow(r)
@@ -89,6 +91,23 @@ func (rn *run) result() (*pb.RunResult, error) {
 		if fs := d.GetFirstSendUnixNano(); fs != 0 {
 			firsts.add(time.Unix(0, fs).Add(-r.offset))
 		}
+		if len(d.GetMix()) > 0 && len(d.GetMix()) == len(p.Mix) {
+			// Each request of the mix apart: summed exactly, as the totals.
+			// A malformed one is left out of the mix (mix_agents says
+			// so), never out of the totals.
+			am, err := wire.MixFromProto(d.GetMix())
+			if err == nil {
+				if mix, err = wire.MergeMix(mix, am); err == nil {
+					res.MixAgents++
+				}
+			}
+			if err != nil {
+				rn.log.Warn("agent's per-request mix results left out", "agent", r.meta.GetName(), "err", err)
+			}
+		}
+	}
+	if res.Mix, err = wire.MixToProto(mix); err != nil {
+		return nil, status.Errorf(codes.Internal, "encode mix histograms: %v", err)
 	}
 	res.Counters = wire.CountsToProto(&total)
 	res.Warmup = wire.CountsToProto(&warmup)

@@ -134,6 +134,24 @@ func TestCaseC20MergedPercentiles(t *testing.T) {
 			}
 			c15Near(t, "merged "+q.name+" (us)", float64(q.got), float64(q.want.Microseconds()), float64(q.tol.Microseconds()), float64(q.allow.Microseconds()))
 		}
+		// Each request of the mix apart, merged exactly across agents and
+		// workers: the target's counts per path, their latencies apart
+		// (every /slow sample at 2 s, the /fast ones far below).
+		if len(r.Mix) != 2 || r.MixAgents != agents {
+			t.Fatalf("mix: %d entries over %d agents, want 2 over %d", len(r.Mix), r.MixAgents, agents)
+		}
+		for i, want := range []struct {
+			path string
+			n    int64
+		}{{"/fast", nFast}, {"/slow", nSlow}} {
+			m := r.Mix[i]
+			if m.URL != srv.URL(want.path) || m.Requests != want.n || m.Status["200"] != want.n || len(m.Errors) != 0 || m.Latency == nil || m.Latency.Count != want.n {
+				t.Errorf("mix request %d: %+v; want %s with %d × 200 (the target's count)", i, m, want.path, want.n)
+			}
+		}
+		if f, s := r.Mix[0].Latency, r.Mix[1].Latency; f != nil && s != nil && (s.Min < (slow-slowTol).Microseconds() || f.P50 >= slow.Microseconds()/2) {
+			t.Errorf("mix latencies: /fast p50 %d us, /slow min %d us; want /slow all at %v (less the histogram's %v) or above and /fast far below", f.P50, s.Min, slow, slowTol)
+		}
 		// The mean of all samples: (1000 × 10 ms + 10 × 2000 ms) / 1010.
 		wantMean := float64(nFastWant*fast.Microseconds()+nSlowWant*slow.Microseconds()) / float64(n)
 		c15Near(t, "merged mean (us)", l.Mean, wantMean, 1200, float64(allow.Microseconds()))

@@ -219,6 +219,7 @@ type outcome struct {
 	ttfb       time.Duration
 	conn       *connInfo // the connection this request opened, if any
 	retried    bool      // sent twice: the server did not process the first
+	entry      int       // the request's index in the mix
 }
 
 // sizes are a response's bytes: on the wire, of its header sections and
@@ -408,6 +409,9 @@ func (r *recorder) record(k int, o *outcome) {
 	if o.paced && k >= 0 {
 		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
 	}
+	if k >= 0 && r.mix != nil {
+		r.mix.record(o.entry, o)
+	}
 	if o.failed {
 		cnt.Errors[o.kind]++
 		return
@@ -438,7 +442,7 @@ func (r *recorder) record(k int, o *outcome) {
 // deadline is a timeout, unsent), so overload shows as timeouts.
 func (c *conn) do(t0 time.Time, en *entry) outcome {
 	e := c.e
-	o := outcome{start: t0, sent: t0}
+	o := outcome{start: t0, sent: t0, entry: en.idx}
 	if c.w.open {
 		o.sent = time.Now()
 		if !o.sent.Before(t0.Add(e.plan.Timeout)) {

@@ -228,7 +228,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.alarmFds.Store(spareFds(conns, conns*max(p.MaxStreams, 1)))
 	}
 	for i := range cfg.Workers {
-		w := &worker{idx: i, rec: newRecorder(), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
+		w := &worker{idx: i, rec: newRecorder(len(e.entries)), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}
 		w.budget.Store(int64(budgets[i]))
 		w.first = first
 		first += int64(budgets[i])
@@ -581,6 +581,10 @@ type Result struct {
 	// the stage's start (engine clock) plus the lateness of the first send
 	// scheduled at or after it; zero time when there was none.
 	StageChanges []time.Time
+	// Mix has one entry per request of the plan's mix, in mix order, each
+	// measured apart over the window, when the mix has 2 to
+	// MaxMixReported requests; nil otherwise.
+	Mix []MixResult
 	// StoppedEarly is set when EndWindow ended the window before its
 	// planned end (or before the count ran out). WindowEnd is then the
 	// last in-window request's end, as in count mode (the window's start
@@ -763,6 +767,11 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	for _, w := range e.workers {
 		res.Warmup.Add(&w.rec.warmup)
 	}
+	mix, err := e.mixResults()
+	if err != nil {
+		return Result{}, err
+	}
+	res.Mix = mix
 	if fs := e.firstSend.Load(); fs != 0 {
 		res.FirstSend = startAt.Add(time.Duration(fs - 1))
 	}

@@ -316,7 +316,7 @@ func TestOpenLoopGrowsDuringStall(t *testing.T) {
 // TestRecorderKeepsIntervalsWhenCollectorLags: samples recorded far ahead
 // of the collector (a starved agent) still land in their own interval.
 func TestRecorderKeepsIntervalsWhenCollectorLags(t *testing.T) {
-	r := newRecorder()
+	r := newRecorder(1)
 	for k := range 40 {
 		r.mu.Lock()
 		r.counts(k).Requests += int64(k + 1)

@@ -234,7 +234,7 @@ func (c *h2conn) streamLoop() {
 // when the server did not process it. wt is the stream slot's deadline
 // watch.
 func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
-	o := outcome{start: t0, sent: t0}
+	o := outcome{start: t0, sent: t0, entry: en.idx}
 	deadline := t0.Add(c.e.plan.Timeout)
 	if c.w.open {
 		o.sent = time.Now()

@@ -146,6 +146,26 @@ func TestH2RefusedStreamNamed(t *testing.T) {
 	if actions[h2Refuse] != 3*n/5 || actions[h2Answer] != n*4/5 {
 		t.Errorf("server actions %v: want %d refused streams and %d answered", actions, 3*n/5, n*4/5)
 	}
+	// Each request of the mix apart (count mode: exact proportions):
+	// /always refused every time, /once and /small answered; they sum to
+	// the totals, each latency histogram holding its responses.
+	if len(res.Mix) != 3 {
+		t.Fatalf("%d mix results, want 3", len(res.Mix))
+	}
+	var sum measure.Counts
+	for i, want := range []struct{ ok, refused int64 }{{0, n / 5}, {n / 5, 0}, {3 * n / 5, 0}} {
+		m := res.Mix[i]
+		sum.Add(&m.Counts)
+		if m.Counts.Status[200] != want.ok || m.Counts.Requests != want.ok || m.Counts.Errors[measure.ErrRefused] != want.refused ||
+			m.Counts.ErrorTotal() != want.refused || m.Latency.Count() != want.ok {
+			t.Errorf("mix request %d: statuses %v, errors %v, %d latencies; want %d × 200, %d refused", i,
+				m.Counts.StatusMap(), m.Counts.ErrorMap(), m.Latency.Count(), want.ok, want.refused)
+		}
+	}
+	if sum.Requests != total.Requests || sum.ErrorTotal() != total.ErrorTotal() || sum.BytesRead != total.BytesRead {
+		t.Errorf("mix sums to %d requests, %d errors, %d bytes; totals %d, %d, %d", sum.Requests, sum.ErrorTotal(), sum.BytesRead,
+			total.Requests, total.ErrorTotal(), total.BytesRead)
+	}
 }
 
 // TestH2ResponseHeadersContinued: response header blocks split over

@@ -39,10 +39,14 @@ type recorder struct {
 	ring   [ringSize]*slot
 	free   []*slot // reset slots, reused before allocating
 	warmup measure.Counts
+	// mix measures each request of a mix apart over the window (nil when
+	// the plan has one request, or more than MaxMixReported).
+	mix mixRecorder
 }
 
-func newRecorder() *recorder {
-	r := &recorder{}
+// newRecorder returns a recorder for a plan of entries requests.
+func newRecorder(entries int) *recorder {
+	r := &recorder{mix: newMixRecorder(entries)}
 	r.ring[0] = newSlot()
 	r.free = []*slot{newSlot()}
 	return r

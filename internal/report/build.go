@@ -155,6 +155,20 @@ func Build(r *Run) (*Report, error) {
 	}
 	rep.Provenance = provenanceOf(r)
 	rep.ReqPerSec = rateStats(reqPerSecSamples(r))
+	for i, m := range r.Mix {
+		e := MixEntry{Index: i, Method: "GET", Requests: m.Counts.Requests, Status: statusMap(&m.Counts),
+			Errors: m.Counts.ErrorMap(), Latency: m.Latency.Summarize()}
+		if i < len(r.Requests) {
+			e.URL = r.Requests[i].URL
+			if r.Requests[i].Method != "" {
+				e.Method = r.Requests[i].Method
+			}
+		}
+		rep.Mix = append(rep.Mix, e)
+	}
+	if len(r.Mix) > 0 {
+		rep.MixAgents = r.MixAgents
+	}
 	rep.flagBound()
 	return rep, nil
 }

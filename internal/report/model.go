@@ -63,6 +63,12 @@ type Run struct {
 	Timeline       []Interval
 	Stages         []StageRun
 	Agents         []AgentRun
+	// Mix has each request of the plan's mix measured apart (2 to 16
+	// requests), in mix order, over MixAgents agents (those that ended
+	// with their Done); Requests labels them (the plan's mix).
+	Mix       []MixRun
+	MixAgents int
+	Requests  []plan.Request
 	// Provenance is the plan hash and the coordinator's build
 	// (provenance.go); each agent's is in Agents.
 	Provenance RunProvenance
@@ -95,6 +101,12 @@ type Interval struct {
 	// otherwise), encoded as the result carries it: only the HTML report
 	// reads it, without expanding it.
 	ServiceV2 []byte
+}
+
+// MixRun is one request of a mix, measured apart over the window.
+type MixRun struct {
+	Counts  measure.Counts
+	Latency *hist.Histogram
 }
 
 // StageRun is one stage of a Run.
@@ -330,6 +342,12 @@ type Report struct {
 	// coordinator was lost) a sample is an interval's rate over its agents.
 	// Nil without samples.
 	ReqPerSec *RateStats `json:"req_per_sec,omitempty"`
+	// Mix reports each request of a mix apart, in mix order (a mix of 2 to
+	// 16 requests; absent otherwise). MixAgents is the number of agents
+	// it covers: fewer than AgentCount when an agent was lost or failed
+	// before its end, whose requests are then only in the totals.
+	Mix       []MixEntry `json:"mix,omitempty"`
+	MixAgents int        `json:"mix_agents,omitempty"`
 	// Warmup reports the warm-up, excluded from everything above; absent
 	// without one.
 	Warmup *Warmup `json:"warmup,omitempty"`
@@ -407,6 +425,19 @@ type RateStats struct {
 	Stdev          float64 `json:"stdev"`
 	Max            float64 `json:"max"`
 	WithinStdevPct float64 `json:"within_stdev_pct"`
+}
+
+// MixEntry is one request of a mix: its method and URL, its completed
+// responses by status, its failed requests by error kind, and their
+// latency (as Report.Latency; nil without a completed response).
+type MixEntry struct {
+	Index    int              `json:"index"`
+	Method   string           `json:"method"`
+	URL      string           `json:"url"`
+	Requests int64            `json:"requests"`
+	Status   map[string]int64 `json:"status"`
+	Errors   map[string]int64 `json:"errors"`
+	Latency  *hist.Summary    `json:"latency_us"`
 }
 
 // Handshakes counts TLS handshakes by kind.

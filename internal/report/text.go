@@ -146,6 +146,7 @@ func (r *Report) writeCluster(p *printer) {
 	if r.notAll200() {
 		p.f("Status codes: %s\n", fmtMap(r.Status))
 	}
+	r.writeMix(p)
 	phases := []struct {
 		name string
 		s    *hist.Summary

@@ -83,6 +83,11 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		}
 		run.Agents = append(run.Agents, ar)
 	}
+	mix, err := MixFromProto(r.GetMix())
+	if err != nil {
+		return fail("", err)
+	}
+	run.Mix, run.MixAgents, run.Requests = mix, int(r.GetMixAgents()), p.Mix
 	return run, nil
 }
 

@@ -826,7 +826,10 @@ type Done struct {
 	// (or before the request count ran out); window_end_unix_nano is then
 	// the last in-window request's end, or the window's start when none
 	// ended in it. False when the Stop came too late to shorten anything.
-	Stopped       bool `protobuf:"varint,8,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	Stopped bool `protobuf:"varint,8,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	// mix has one entry per request of the plan's mix, in mix order, when the
+	// mix has 2 to 16 requests (engine.MaxMixReported); empty otherwise.
+	Mix           []*MixResult `protobuf:"bytes,9,rep,name=mix,proto3" json:"mix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -917,6 +920,13 @@ func (x *Done) GetStopped() bool {
 	return false
 }
 
+func (x *Done) GetMix() []*MixResult {
+	if x != nil {
+		return x.Mix
+	}
+	return nil
+}
+
 var File_phalanx_v1_agent_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_agent_proto_rawDesc = "" +
@@ -971,7 +981,7 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
 	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x124\n" +
-	"\bcpu_wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\xbb\x02\n" +
+	"\bcpu_wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\xe4\x02\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
@@ -981,7 +991,8 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"\vmax_streams\x18\x06 \x01(\x05R\n" +
 	"maxStreams\x123\n" +
 	"\x16stage_change_unix_nano\x18\a \x03(\x03R\x13stageChangeUnixNano\x12\x18\n" +
-	"\astopped\x18\b \x01(\bR\astopped2\xe4\x01\n" +
+	"\astopped\x18\b \x01(\bR\astopped\x12'\n" +
+	"\x03mix\x18\t \x03(\v2\x15.phalanx.v1.MixResultR\x03mix2\xe4\x01\n" +
 	"\fAgentService\x12<\n" +
 	"\x05Clock\x12\x18.phalanx.v1.ClockRequest\x1a\x19.phalanx.v1.ClockResponse\x12:\n" +
 	"\x03Run\x12\x16.phalanx.v1.RunRequest\x1a\x17.phalanx.v1.RunResponse(\x010\x01\x12Z\n" +
@@ -1021,6 +1032,7 @@ var file_phalanx_v1_agent_proto_goTypes = []any{
 	(*Histograms)(nil),                  // 17: phalanx.v1.Histograms
 	(*Counters)(nil),                    // 18: phalanx.v1.Counters
 	(*durationpb.Duration)(nil),         // 19: google.protobuf.Duration
+	(*MixResult)(nil),                   // 20: phalanx.v1.MixResult
 }
 var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	14, // 0: phalanx.v1.AgentServiceKeyringRequest.op:type_name -> phalanx.v1.KeyringOp
@@ -1039,17 +1051,18 @@ var file_phalanx_v1_agent_proto_depIdxs = []int32{
 	19, // 13: phalanx.v1.Interval.cpu_time:type_name -> google.protobuf.Duration
 	19, // 14: phalanx.v1.Interval.cpu_wait:type_name -> google.protobuf.Duration
 	18, // 15: phalanx.v1.Done.warmup:type_name -> phalanx.v1.Counters
-	2,  // 16: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
-	4,  // 17: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
-	0,  // 18: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
-	3,  // 19: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
-	8,  // 20: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
-	1,  // 21: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	20, // 16: phalanx.v1.Done.mix:type_name -> phalanx.v1.MixResult
+	2,  // 17: phalanx.v1.AgentService.Clock:input_type -> phalanx.v1.ClockRequest
+	4,  // 18: phalanx.v1.AgentService.Run:input_type -> phalanx.v1.RunRequest
+	0,  // 19: phalanx.v1.AgentService.Keyring:input_type -> phalanx.v1.AgentServiceKeyringRequest
+	3,  // 20: phalanx.v1.AgentService.Clock:output_type -> phalanx.v1.ClockResponse
+	8,  // 21: phalanx.v1.AgentService.Run:output_type -> phalanx.v1.RunResponse
+	1,  // 22: phalanx.v1.AgentService.Keyring:output_type -> phalanx.v1.AgentServiceKeyringResponse
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_agent_proto_init() }

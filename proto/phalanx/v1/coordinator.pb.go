@@ -1633,7 +1633,13 @@ type RunResult struct {
 	// early (abort_on_fail); window is then the shortened window.
 	AbortedByThreshold string `protobuf:"bytes,23,opt,name=aborted_by_threshold,json=abortedByThreshold,proto3" json:"aborted_by_threshold,omitempty"`
 	// aborted_at is when that abort was decided, from the window's start.
-	AbortedAt     *durationpb.Duration `protobuf:"bytes,24,opt,name=aborted_at,json=abortedAt,proto3" json:"aborted_at,omitempty"`
+	AbortedAt *durationpb.Duration `protobuf:"bytes,24,opt,name=aborted_at,json=abortedAt,proto3" json:"aborted_at,omitempty"`
+	// mix has one entry per request of the plan's mix, in mix order, merged
+	// across the agents whose Done carried it (mix_agents of them: an agent
+	// lost or failed before its Done is missing), when the mix has 2 to 16
+	// requests; empty otherwise.
+	Mix           []*MixResult `protobuf:"bytes,25,rep,name=mix,proto3" json:"mix,omitempty"`
+	MixAgents     int32        `protobuf:"varint,26,opt,name=mix_agents,json=mixAgents,proto3" json:"mix_agents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1834,6 +1840,20 @@ func (x *RunResult) GetAbortedAt() *durationpb.Duration {
 		return x.AbortedAt
 	}
 	return nil
+}
+
+func (x *RunResult) GetMix() []*MixResult {
+	if x != nil {
+		return x.Mix
+	}
+	return nil
+}
+
+func (x *RunResult) GetMixAgents() int32 {
+	if x != nil {
+		return x.MixAgents
+	}
+	return 0
 }
 
 // ThresholdResult is one threshold's outcome over a run's window.
@@ -2812,7 +2832,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06p99_us\x18\x05 \x01(\x03R\x05p99Us\x125\n" +
 	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
 	"\x05point\x18\a \x01(\v2\x19.phalanx.v1.TimelinePointR\x05point\x120\n" +
-	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xe0\b\n" +
+	"\bcounters\x18\b \x01(\v2\x14.phalanx.v1.CountersR\bcounters\"\xa8\t\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12/\n" +
@@ -2845,7 +2865,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"thresholds\x120\n" +
 	"\x14aborted_by_threshold\x18\x17 \x01(\tR\x12abortedByThreshold\x128\n" +
 	"\n" +
-	"aborted_at\x18\x18 \x01(\v2\x19.google.protobuf.DurationR\tabortedAt\"\xd4\x01\n" +
+	"aborted_at\x18\x18 \x01(\v2\x19.google.protobuf.DurationR\tabortedAt\x12'\n" +
+	"\x03mix\x18\x19 \x03(\v2\x15.phalanx.v1.MixResultR\x03mix\x12\x1d\n" +
+	"\n" +
+	"mix_agents\x18\x1a \x01(\x05R\tmixAgents\"\xd4\x01\n" +
 	"\x0fThresholdResult\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\tR\tthreshold\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x12\n" +
@@ -3008,8 +3031,9 @@ var file_phalanx_v1_coordinator_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
 	(*Counters)(nil),              // 37: phalanx.v1.Counters
 	(*Histograms)(nil),            // 38: phalanx.v1.Histograms
-	(*Provenance)(nil),            // 39: phalanx.v1.Provenance
-	(*AgentInterval)(nil),         // 40: phalanx.v1.AgentInterval
+	(*MixResult)(nil),             // 39: phalanx.v1.MixResult
+	(*Provenance)(nil),            // 40: phalanx.v1.Provenance
+	(*AgentInterval)(nil),         // 41: phalanx.v1.AgentInterval
 }
 var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	3,  // 0: phalanx.v1.ListRunsResponse.runs:type_name -> phalanx.v1.RunSummary
@@ -3046,50 +3070,51 @@ var file_phalanx_v1_coordinator_proto_depIdxs = []int32{
 	36, // 31: phalanx.v1.RunResult.coordinator_stall:type_name -> google.protobuf.Duration
 	26, // 32: phalanx.v1.RunResult.thresholds:type_name -> phalanx.v1.ThresholdResult
 	36, // 33: phalanx.v1.RunResult.aborted_at:type_name -> google.protobuf.Duration
-	36, // 34: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
-	36, // 35: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
-	36, // 36: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
-	36, // 37: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
-	37, // 38: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
-	36, // 39: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
-	36, // 40: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
-	36, // 41: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
-	36, // 42: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
-	36, // 43: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
-	36, // 44: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
-	36, // 45: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
-	39, // 46: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
-	40, // 47: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
-	36, // 48: phalanx.v1.AgentResult.cpu_wait:type_name -> google.protobuf.Duration
-	35, // 49: phalanx.v1.StoredRun.plan:type_name -> phalanx.v1.Plan
-	34, // 50: phalanx.v1.StoredRun.agents:type_name -> phalanx.v1.NodeMeta
-	0,  // 51: phalanx.v1.StoredRun.state:type_name -> phalanx.v1.RunState
-	25, // 52: phalanx.v1.StoredRun.result:type_name -> phalanx.v1.RunResult
-	24, // 53: phalanx.v1.StoredRun.intervals:type_name -> phalanx.v1.Progress
-	30, // 54: phalanx.v1.RunFile.run:type_name -> phalanx.v1.StoredRun
-	16, // 55: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
-	18, // 56: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
-	22, // 57: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
-	12, // 58: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
-	10, // 59: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
-	1,  // 60: phalanx.v1.CoordinatorService.ListRuns:input_type -> phalanx.v1.ListRunsRequest
-	4,  // 61: phalanx.v1.CoordinatorService.GetRun:input_type -> phalanx.v1.GetRunRequest
-	6,  // 62: phalanx.v1.CoordinatorService.DeleteRun:input_type -> phalanx.v1.DeleteRunRequest
-	8,  // 63: phalanx.v1.CoordinatorService.ImportRun:input_type -> phalanx.v1.ImportRunRequest
-	17, // 64: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
-	19, // 65: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
-	23, // 66: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
-	13, // 67: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
-	11, // 68: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
-	2,  // 69: phalanx.v1.CoordinatorService.ListRuns:output_type -> phalanx.v1.ListRunsResponse
-	5,  // 70: phalanx.v1.CoordinatorService.GetRun:output_type -> phalanx.v1.GetRunResponse
-	7,  // 71: phalanx.v1.CoordinatorService.DeleteRun:output_type -> phalanx.v1.DeleteRunResponse
-	9,  // 72: phalanx.v1.CoordinatorService.ImportRun:output_type -> phalanx.v1.ImportRunResponse
-	64, // [64:73] is the sub-list for method output_type
-	55, // [55:64] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	39, // 34: phalanx.v1.RunResult.mix:type_name -> phalanx.v1.MixResult
+	36, // 35: phalanx.v1.TimelinePoint.start:type_name -> google.protobuf.Duration
+	36, // 36: phalanx.v1.TimelinePoint.length:type_name -> google.protobuf.Duration
+	36, // 37: phalanx.v1.StageResult.start:type_name -> google.protobuf.Duration
+	36, // 38: phalanx.v1.StageResult.duration:type_name -> google.protobuf.Duration
+	37, // 39: phalanx.v1.StageResult.counters:type_name -> phalanx.v1.Counters
+	36, // 40: phalanx.v1.StageResult.change_skew:type_name -> google.protobuf.Duration
+	36, // 41: phalanx.v1.AgentResult.cpu_time:type_name -> google.protobuf.Duration
+	36, // 42: phalanx.v1.AgentResult.clock_offset:type_name -> google.protobuf.Duration
+	36, // 43: phalanx.v1.AgentResult.rtt:type_name -> google.protobuf.Duration
+	36, // 44: phalanx.v1.AgentResult.start_offset:type_name -> google.protobuf.Duration
+	36, // 45: phalanx.v1.AgentResult.lost_at:type_name -> google.protobuf.Duration
+	36, // 46: phalanx.v1.AgentResult.ran:type_name -> google.protobuf.Duration
+	40, // 47: phalanx.v1.AgentResult.provenance:type_name -> phalanx.v1.Provenance
+	41, // 48: phalanx.v1.AgentResult.intervals:type_name -> phalanx.v1.AgentInterval
+	36, // 49: phalanx.v1.AgentResult.cpu_wait:type_name -> google.protobuf.Duration
+	35, // 50: phalanx.v1.StoredRun.plan:type_name -> phalanx.v1.Plan
+	34, // 51: phalanx.v1.StoredRun.agents:type_name -> phalanx.v1.NodeMeta
+	0,  // 52: phalanx.v1.StoredRun.state:type_name -> phalanx.v1.RunState
+	25, // 53: phalanx.v1.StoredRun.result:type_name -> phalanx.v1.RunResult
+	24, // 54: phalanx.v1.StoredRun.intervals:type_name -> phalanx.v1.Progress
+	30, // 55: phalanx.v1.RunFile.run:type_name -> phalanx.v1.StoredRun
+	16, // 56: phalanx.v1.CoordinatorService.ListAgents:input_type -> phalanx.v1.ListAgentsRequest
+	18, // 57: phalanx.v1.CoordinatorService.RunPlan:input_type -> phalanx.v1.RunPlanRequest
+	22, // 58: phalanx.v1.CoordinatorService.StopRun:input_type -> phalanx.v1.StopRunRequest
+	12, // 59: phalanx.v1.CoordinatorService.Keyring:input_type -> phalanx.v1.KeyringRequest
+	10, // 60: phalanx.v1.CoordinatorService.MemberKeyring:input_type -> phalanx.v1.MemberKeyringRequest
+	1,  // 61: phalanx.v1.CoordinatorService.ListRuns:input_type -> phalanx.v1.ListRunsRequest
+	4,  // 62: phalanx.v1.CoordinatorService.GetRun:input_type -> phalanx.v1.GetRunRequest
+	6,  // 63: phalanx.v1.CoordinatorService.DeleteRun:input_type -> phalanx.v1.DeleteRunRequest
+	8,  // 64: phalanx.v1.CoordinatorService.ImportRun:input_type -> phalanx.v1.ImportRunRequest
+	17, // 65: phalanx.v1.CoordinatorService.ListAgents:output_type -> phalanx.v1.ListAgentsResponse
+	19, // 66: phalanx.v1.CoordinatorService.RunPlan:output_type -> phalanx.v1.RunPlanResponse
+	23, // 67: phalanx.v1.CoordinatorService.StopRun:output_type -> phalanx.v1.StopRunResponse
+	13, // 68: phalanx.v1.CoordinatorService.Keyring:output_type -> phalanx.v1.KeyringResponse
+	11, // 69: phalanx.v1.CoordinatorService.MemberKeyring:output_type -> phalanx.v1.MemberKeyringResponse
+	2,  // 70: phalanx.v1.CoordinatorService.ListRuns:output_type -> phalanx.v1.ListRunsResponse
+	5,  // 71: phalanx.v1.CoordinatorService.GetRun:output_type -> phalanx.v1.GetRunResponse
+	7,  // 72: phalanx.v1.CoordinatorService.DeleteRun:output_type -> phalanx.v1.DeleteRunResponse
+	9,  // 73: phalanx.v1.CoordinatorService.ImportRun:output_type -> phalanx.v1.ImportRunResponse
+	65, // [65:74] is the sub-list for method output_type
+	56, // [56:65] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_coordinator_proto_init() }

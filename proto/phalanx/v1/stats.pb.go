@@ -596,6 +596,62 @@ func (x *AgentInterval) GetCpuTime() *durationpb.Duration {
 	return nil
 }
 
+// MixResult is one request of a plan's mix measured apart over the window
+// (an agent's in Done, merged across agents in RunResult): the outcomes
+// that ended in the window (issued 0) and their latency, from the
+// request's start to its last byte, as Histograms.latency.
+type MixResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Counters      *Counters              `protobuf:"bytes,1,opt,name=counters,proto3" json:"counters,omitempty"`
+	Latency       []byte                 `protobuf:"bytes,2,opt,name=latency,proto3" json:"latency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MixResult) Reset() {
+	*x = MixResult{}
+	mi := &file_phalanx_v1_stats_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MixResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MixResult) ProtoMessage() {}
+
+func (x *MixResult) ProtoReflect() protoreflect.Message {
+	mi := &file_phalanx_v1_stats_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MixResult.ProtoReflect.Descriptor instead.
+func (*MixResult) Descriptor() ([]byte, []int) {
+	return file_phalanx_v1_stats_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MixResult) GetCounters() *Counters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *MixResult) GetLatency() []byte {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
 var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 
 const file_phalanx_v1_stats_proto_rawDesc = "" +
@@ -673,7 +729,10 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x16\n" +
 	"\x06missed\x18\x06 \x01(\x03R\x06missed\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x124\n" +
-	"\bcpu_time\x18\b \x01(\v2\x19.google.protobuf.DurationR\acpuTimeB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\bcpu_time\x18\b \x01(\v2\x19.google.protobuf.DurationR\acpuTime\"W\n" +
+	"\tMixResult\x120\n" +
+	"\bcounters\x18\x01 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
+	"\alatency\x18\x02 \x01(\fR\alatencyB;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_stats_proto_rawDescOnce sync.Once
@@ -687,31 +746,33 @@ func file_phalanx_v1_stats_proto_rawDescGZIP() []byte {
 	return file_phalanx_v1_stats_proto_rawDescData
 }
 
-var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_phalanx_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_phalanx_v1_stats_proto_goTypes = []any{
 	(*Counters)(nil),            // 0: phalanx.v1.Counters
 	(*Histograms)(nil),          // 1: phalanx.v1.Histograms
 	(*Provenance)(nil),          // 2: phalanx.v1.Provenance
 	(*AgentInterval)(nil),       // 3: phalanx.v1.AgentInterval
-	nil,                         // 4: phalanx.v1.Counters.StatusEntry
-	nil,                         // 5: phalanx.v1.Counters.ErrorsEntry
-	nil,                         // 6: phalanx.v1.Counters.TlsEntry
-	nil,                         // 7: phalanx.v1.Counters.ContentEncodingEntry
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*MixResult)(nil),           // 4: phalanx.v1.MixResult
+	nil,                         // 5: phalanx.v1.Counters.StatusEntry
+	nil,                         // 6: phalanx.v1.Counters.ErrorsEntry
+	nil,                         // 7: phalanx.v1.Counters.TlsEntry
+	nil,                         // 8: phalanx.v1.Counters.ContentEncodingEntry
+	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
 }
 var file_phalanx_v1_stats_proto_depIdxs = []int32{
-	4, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
-	5, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
-	6, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
-	7, // 3: phalanx.v1.Counters.content_encoding:type_name -> phalanx.v1.Counters.ContentEncodingEntry
-	8, // 4: phalanx.v1.AgentInterval.start:type_name -> google.protobuf.Duration
-	8, // 5: phalanx.v1.AgentInterval.length:type_name -> google.protobuf.Duration
-	8, // 6: phalanx.v1.AgentInterval.cpu_time:type_name -> google.protobuf.Duration
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	5, // 0: phalanx.v1.Counters.status:type_name -> phalanx.v1.Counters.StatusEntry
+	6, // 1: phalanx.v1.Counters.errors:type_name -> phalanx.v1.Counters.ErrorsEntry
+	7, // 2: phalanx.v1.Counters.tls:type_name -> phalanx.v1.Counters.TlsEntry
+	8, // 3: phalanx.v1.Counters.content_encoding:type_name -> phalanx.v1.Counters.ContentEncodingEntry
+	9, // 4: phalanx.v1.AgentInterval.start:type_name -> google.protobuf.Duration
+	9, // 5: phalanx.v1.AgentInterval.length:type_name -> google.protobuf.Duration
+	9, // 6: phalanx.v1.AgentInterval.cpu_time:type_name -> google.protobuf.Duration
+	0, // 7: phalanx.v1.MixResult.counters:type_name -> phalanx.v1.Counters
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_stats_proto_init() }
@@ -725,7 +786,7 @@ func file_phalanx_v1_stats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_phalanx_v1_stats_proto_rawDesc), len(file_phalanx_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
