@@ -91,3 +91,32 @@ func TestRunHTMLStdout(t *testing.T) {
 		t.Errorf("--html -: exit %d, %q; want a usage error naming --html", code, stderr)
 	}
 }
+
+// TestReportFormatHTML renders a stored run (not finished: 2 intervals of
+// 100 responses) as HTML: the page's data block holds its 200 requests and
+// both intervals' histograms.
+func TestReportFormatHTML(t *testing.T) {
+	dir, id := storeWithRun(t)
+	code, out, stderr := runCLI("report", "--data-dir", dir, "--format", "html", id)
+	if code != 0 {
+		t.Fatalf("report --format html: exit %d: %s", code, stderr)
+	}
+	const open = `<script type="application/json" id="phalanx-data">`
+	i := strings.Index(out, open)
+	if i < 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") {
+		t.Fatalf("report --format html wrote no page with a data block:\n%.300s", out)
+	}
+	s := out[i+len(open):]
+	var d report.HTMLData
+	if err := json.Unmarshal([]byte(s[:strings.Index(s, "</script>")]), &d); err != nil {
+		t.Fatalf("data block: %v", err)
+	}
+	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Run.RunID != id || d.Run.Requests != 200 || !d.Run.Partial || len(cols) != 2 || len(cols[0]) != 2 || cols[0][1] != 100 {
+		t.Errorf("data block: run %s, %d requests, partial %v, interval histograms %v; want %s, 200, partial, two of 100 at 500us",
+			d.Run.RunID, d.Run.Requests, d.Run.Partial, cols, id)
+	}
+}

@@ -290,6 +290,9 @@ var reportFormats = map[string]func(w io.Writer, run *report.Run, rep *report.Re
 		return report.WriteCSV(w, run, true)
 	},
 	"hlog": func(w io.Writer, run *report.Run, _ *report.Report) error { return report.WriteHlog(w, run) },
+	"html": func(w io.Writer, run *report.Run, rep *report.Report) error {
+		return report.WriteHTML(w, run, rep, report.HTMLOptions{})
+	},
 }
 
 func formatNames() string {
@@ -310,7 +313,8 @@ func newReportCmd(co *coordinatorFlags) *cobra.Command {
 		Use:   "report RUN",
 		Short: "Re-render a stored run's report (a run that did not finish: what it measured)",
 		Example: `  coordctl report 20261202T034001Z-3fa9c1
-  coordctl report --format json 20261202T034001Z-3fa9c1 > run.json`,
+  coordctl report --format json 20261202T034001Z-3fa9c1 > run.json
+  coordctl report --format html 20261202T034001Z-3fa9c1 > run.html`,
 		Args: exactlyOneRun("report"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			write, ok := reportFormats[format]
