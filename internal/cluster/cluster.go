@@ -680,10 +680,12 @@ type logWriter struct {
 	now func() time.Time
 
 	// closing is set when the member leaves: from then on, memberlist's
-	// warnings and errors about its own sockets being closed (a gossip or
-	// probe still sending while Shutdown closes them: "use of closed
-	// network connection") are logged at DEBUG, so that a clean stop logs
-	// no ERROR.
+	// warnings and errors are logged at DEBUG, so that a clean stop logs no
+	// ERROR. They are the stop's own doing: a gossip or probe still
+	// sending while Shutdown closes the sockets ("use of closed network
+	// connection"), or a push/pull or probe with a peer that stops at the
+	// same time (every daemon of a host sent SIGTERM at once). A leave that
+	// fails is Leave's error, which the daemon logs.
 	closing atomic.Bool
 
 	mu   sync.Mutex
@@ -719,7 +721,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	attrs = append(attrs, keyHint(line)...)
-	if level >= slog.LevelWarn && w.closing.Load() && strings.Contains(line, net.ErrClosed.Error()) {
+	if level >= slog.LevelWarn && w.closing.Load() {
 		level = slog.LevelDebug
 	}
 	if level >= slog.LevelWarn {
