@@ -140,6 +140,19 @@ func (s synth) run(tb testing.TB) *report.Run {
 			StartOffset: time.Duration(a*60) * time.Microsecond, Rate: int64(rate) / int64(s.Agents),
 		})
 	}
+	if s.AgentIntervals { // and a mix of two requests
+		run.Requests = []plan.Request{{Method: "GET", URL: "https://127.0.0.1:8443/index1.html"}, {Method: "POST", URL: "https://127.0.0.1:8443/api"}}
+		run.MixAgents = s.Agents
+		for k := range 2 {
+			m := report.MixRun{Latency: hist.New()}
+			m.Counts.Requests = c.Requests / 2
+			if err := m.Counts.AddStatus(200+k, m.Counts.Requests); err != nil {
+				tb.Fatal(err)
+			}
+			m.Latency.RecordMicros(int64(900 * (k + 1)))
+			run.Mix = append(run.Mix, m)
+		}
+	}
 	if s.AgentIntervals { // and thresholds: two latency SLOs, one on a phase
 		v := func(f float64) *float64 { return &f }
 		run.Verdict.Thresholds = []report.ThresholdResult{{Threshold: "p99<5ms", Value: v(4480), Limit: 5000, Unit: "us", Pass: true},
@@ -367,7 +380,8 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	if pts := st.Series["timeline"]; len(pts) > 0 && pts[0] != s.Intervals {
 		t.Errorf("timeline p50: %d points, want all %d intervals (no downsampling below 1500)", pts[0], s.Intervals)
 	}
-	for _, want := range []string{"240,000 requests in 2m", "requests/s", "latency p99", "timeout", "TLS_AES_128_GCM_SHA256", "X25519MLKEM768"} {
+	for _, want := range []string{"240,000 requests in 2m", "requests/s", "latency p99", "timeout", "TLS_AES_128_GCM_SHA256", "X25519MLKEM768",
+		"Requests of the mix", "POST\thttps://127.0.0.1:8443/api\t120,000\t0\t201 ×120,000\t1.80ms"} {
 		if !strings.Contains(st.Summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, st.Summary)
 		}
