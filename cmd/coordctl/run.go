@@ -48,6 +48,7 @@ type runFlags struct {
 	rate           int64
 	maxConnections int
 	interval       wrkDuration
+	connRate       connRateFlags
 
 	tlsResume bool
 	tlsMin    string
@@ -209,6 +210,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
+	f.connRate.register(fl)
 	fl.Var(&f.interval, "interval", "reporting interval (timeline resolution), e.g. 1s, 100ms")
 	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
@@ -298,6 +300,9 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 		}
 		p.OnAgentLoss = l
 	}
+	if err := f.connRate.apply(cmd, &p); err != nil {
+		return p, &usageError{err}
+	}
 	// The load model follows the fields set, as in a plan file.
 	p.Load = plan.LoadFor(p.Rate, p.Stages)
 	// Count mode from the command line without -d: the count alone ends
@@ -382,6 +387,7 @@ var fieldFlags = map[string]string{
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
+	"requests_per_connection": "requests-per-connection", "cps": "cps",
 	"tls.ca_file": "cacert",
 }
 

@@ -220,6 +220,12 @@ type outcome struct {
 	conn       *connInfo // the connection this request opened, if any
 	retried    bool      // sent twice: the server did not process the first
 	entry      int       // the request's index in the mix
+	// follow: a connection-rate connection's request after its first,
+	// sent at once (not paced: no lateness, never missed).
+	follow bool
+	// noRequest: a connection-rate connection that sends nothing; only
+	// its connection, lateness, missed start and error are recorded.
+	noRequest bool
 }
 
 // sizes are a response's bytes: on the wire, of its header sections and
@@ -247,24 +253,35 @@ func (c *conn) loop() {
 			return
 		}
 		inWindow := !t0.Before(e.windowStart)
+		if e.plan.ConnectionRate {
+			if !c.connection(t0, inWindow, &free) {
+				return
+			}
+			continue
+		}
 		if inWindow {
 			c.tally.issued.Add(1)
 		}
-		var en *entry
-		if c.w.counting {
-			en = e.countEntry(c.w)
-		} else {
-			en = &e.entries[e.sched[c.pos]]
-			if c.pos++; c.pos == len(e.sched) {
-				c.pos = 0
-			}
-		}
-		o := c.do(t0, en)
+		o := c.do(t0, c.nextEntry())
 		o.free, free = free, o.end
 		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
 			return
 		}
 	}
+}
+
+// nextEntry returns the request the slot sends next: count mode's by its
+// global index, else the next of the slot's cycle through the mix.
+func (c *conn) nextEntry() *entry {
+	e := c.e
+	if c.w.counting {
+		return e.countEntry(c.w)
+	}
+	en := &e.entries[e.sched[c.pos]]
+	if c.pos++; c.pos == len(e.sched) {
+		c.pos = 0
+	}
+	return en
 }
 
 // tally is a connection slot's request accounting, shared by its
@@ -282,7 +299,7 @@ type tally struct {
 // returns false), or its outcome in its interval.
 func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *outcome) bool {
 	e.noteSend(o.sent)
-	if w.open {
+	if w.open && !o.follow {
 		o.paced = true
 		e.noteStage(t0, o.sent)
 		if o.sent.Sub(t0) > MissThreshold {
@@ -409,11 +426,14 @@ func (r *recorder) record(k int, o *outcome) {
 	if o.paced && k >= 0 {
 		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
 	}
-	if k >= 0 && r.mix != nil {
+	if k >= 0 && r.mix != nil && !o.noRequest {
 		r.mix.record(o.entry, o)
 	}
 	if o.failed {
 		cnt.Errors[o.kind]++
+		return
+	}
+	if o.noRequest {
 		return
 	}
 	cnt.Requests++

@@ -465,7 +465,8 @@ type Prepared struct {
 }
 
 // Prepare opens and handshakes every connection, at most 64 at a time, and
-// records them in the first interval (or the warm-up). It fails only when no
+// records them in the first interval (or the warm-up); with a connection
+// rate (Plan.ConnectionRate) it opens none. It fails only when no
 // connection could be opened (the target is unreachable); connections that
 // failed are retried when the run starts.
 func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
@@ -475,6 +476,9 @@ func (e *Engine) Prepare(ctx context.Context) (Prepared, error) {
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 64)
 	)
+	if e.plan.ConnectionRate {
+		return res, nil // every connection opens at its ticket's time
+	}
 	// Prepared connections are recorded in the window's first interval
 	// even after a warm-up: the run's connection and handshake figures
 	// include them, and without a reconnect they are the only ones.

@@ -38,6 +38,11 @@ type Point struct {
 	Start, Length time.Duration
 	// Requests, Errors and Missed sum the agents' counters.
 	Requests, Errors, Missed int64
+	// Connections sums the connections the agents opened in the interval
+	// (their ConnectionsOpened: the achieved connection rate times the
+	// length); AgentConnections has one entry per agent.
+	Connections      int64
+	AgentConnections []int64
 	// Latency is the merged latency histogram of the interval, V2
 	// compressed (hist.Histogram.Encode).
 	Latency []byte
@@ -93,6 +98,7 @@ type pending struct {
 	start    time.Duration
 	length   time.Duration
 	cpuBusy  []float64
+	conns    []int64 // per agent
 	// from marks the agents merged in; seen counts them, and lostSeen
 	// those of them that were lost since.
 	from     []bool
@@ -169,7 +175,7 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	}
 	p := m.open[iv.Index]
 	if p == nil {
-		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), from: make([]bool, m.agents)}
+		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), conns: make([]int64, m.agents), from: make([]bool, m.agents)}
 		if m.p.OpenLoop() {
 			p.lateness, p.service = m.newHist(), m.newHist()
 		}
@@ -184,6 +190,7 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	p.requests += iv.Counts.Requests
 	p.errors += iv.Counts.ErrorTotal()
 	p.missed += iv.Counts.Missed
+	p.conns[iv.Agent] += iv.Counts.ConnectionsOpened
 	p.length = max(p.length, iv.Length)
 	if iv.CPUs > 0 && iv.Length > 0 {
 		p.cpuBusy[iv.Agent] = iv.CPUTime.Seconds() / (iv.Length.Seconds() * float64(iv.CPUs))
@@ -258,7 +265,10 @@ func (m *Merger) finish(k int) (*Point, error) {
 	pt := &Point{
 		Index: k, Start: p.start, Length: p.length,
 		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
-		Latency: b, Agents: p.seen,
+		Latency: b, Agents: p.seen, AgentConnections: p.conns,
+	}
+	for _, n := range p.conns {
+		pt.Connections += n
 	}
 	if latency.Count() > 0 {
 		pt.P99 = latency.ValueAtPercentile(99)

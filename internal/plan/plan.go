@@ -90,8 +90,21 @@ type Plan struct {
 	// from it.
 	Rate int64
 	// MaxConnections caps the connections an open-loop run may open when
-	// every connection is busy; default Connections (no growth).
+	// every connection is busy; default Connections (no growth). With
+	// ConnectionRate it is the cap on connections open at once
+	// (coordctl's --max-open).
 	MaxConnections int
+	// ConnectionRate makes an open-loop plan's Rate (and its stages'
+	// rates) new connections per second across the cluster instead of
+	// requests (coordctl's --cps; the TLS-handshake benchmark of QAT's and
+	// KAE's guides, h2load's -r): each ticket opens a connection at its
+	// intended time, sends RequestsPerConnection requests back to back
+	// and closes it. HTTP/1.1 only; not with Requests or NoKeepAlive.
+	ConnectionRate bool
+	// RequestsPerConnection is what each connection of a ConnectionRate
+	// plan sends before it closes: 0 is the handshake only. Zero and
+	// unused otherwise; coordctl's default is 1.
+	RequestsPerConnection int
 	// Stages ramp the target linearly, as k6's: Rate in open loop,
 	// Connections in closed loop, each from the previous stage's target
 	// (the first from the plan's Rate or Connections). Their durations add
@@ -606,6 +619,7 @@ func (p *Plan) validateLoad() []error {
 	if p.MaxConnections > p.Connections && !p.OpenLoop() {
 		bad("max_connections", fmt.Sprint(p.MaxConnections), "only open-loop runs (rate) open connections beyond -c")
 	}
+	errs = append(errs, p.validateConnectionRate()...)
 	if len(p.Stages) == 0 {
 		return errs
 	}

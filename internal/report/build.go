@@ -95,14 +95,26 @@ func Build(r *Run) (*Report, error) {
 		if h := pt.Lateness; h != nil && h.Count() > 0 && r.Load == plan.OpenLoop {
 			tp.LatenessP99Us = h.ValueAtPercentile(99)
 		}
+		tp.Connections = pt.Connections
 		if tp.DurationS > 0 {
 			tp.RPS = float64(tp.Requests) / tp.DurationS
+			tp.CPS = float64(tp.Connections) / tp.DurationS
+			for _, n := range pt.AgentConnections {
+				tp.AgentCPS = append(tp.AgentCPS, float64(n)/tp.DurationS)
+			}
 		}
 		rep.Timeline = append(rep.Timeline, tp)
 		rep.TargetRPS += tp.TargetRPS * tp.DurationS
 	}
 	if window > 0 {
 		rep.TargetRPS /= window
+	}
+	if r.ConnectionRate {
+		cr := &ConnectionRate{TargetCPS: rep.TargetRPS, Connections: c.ConnectionsOpened, RequestsPerConnection: r.RequestsPerConnection}
+		if window > 0 {
+			cr.CPS = float64(cr.Connections) / window
+		}
+		rep.ConnectionRate, rep.TargetRPS = cr, 0
 	}
 	for _, st := range r.Stages {
 		sr := Stage{

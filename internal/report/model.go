@@ -18,6 +18,11 @@ type Run struct {
 	// from which fields are set).
 	Target string
 	Load   plan.Load
+	// ConnectionRate is set when the open-loop rate was new connections/s
+	// (--cps), each sending RequestsPerConnection requests (0: the
+	// handshake only).
+	ConnectionRate        bool
+	RequestsPerConnection int
 	// Connections is the plan's; PlanDuration its window (-d, 0 in count
 	// mode without one) and PlanRequests its count (-n, 0 in duration
 	// mode).
@@ -86,6 +91,10 @@ type Interval struct {
 	TargetRPS                float64
 	TargetConnections        float64
 	CPUBusy                  []float64
+	// Connections is the number of connections opened in the interval,
+	// AgentConnections each agent's (in the order of Run.Agents).
+	Connections      int64
+	AgentConnections []int64
 	// Agents is the number of agents merged in the interval; Partial is
 	// set when a lost agent is missing from it.
 	Agents  int32
@@ -220,6 +229,10 @@ type Report struct {
 	// TargetRPS is the open-loop target rate (0 in closed loop; with
 	// stages, the window's mean target).
 	TargetRPS float64 `json:"target_rps,omitempty"`
+	// ConnectionRate holds a connection-rate run's figures (--cps; then
+	// TargetRPS is 0, the schedule's target being connections); null
+	// otherwise.
+	ConnectionRate *ConnectionRate `json:"connection_rate,omitempty"`
 	// Missed counts open-loop sends that started more than 5 ms late
 	// (engine.MissThreshold), or never before the window closed.
 	Missed int64 `json:"missed"`
@@ -380,6 +393,13 @@ type TimelinePoint struct {
 	P99Us             int64     `json:"p99_us"`
 	MaxUs             int64     `json:"max_us"`
 	CPUBusy           []float64 `json:"cpu_busy"`
+	// Connections is the number of connections opened in the interval
+	// and CPS its rate (connections/s; the achieved rate of a
+	// connection-rate run); AgentCPS is each agent's, in the order of
+	// agents.
+	Connections int64     `json:"connections"`
+	CPS         float64   `json:"cps"`
+	AgentCPS    []float64 `json:"agent_cps,omitempty"`
 	// LatenessP99Us is the interval's send lateness p99 (open loop; absent
 	// in closed loop).
 	LatenessP99Us int64 `json:"lateness_p99_us,omitempty"`
@@ -520,3 +540,16 @@ func (l LostAgent) How() string {
 
 // ErrorTotal returns the number of failed requests.
 func (r *Report) ErrorTotal() int64 { return sum(r.Errors) }
+
+// ConnectionRate is a connection-rate run's figures (coordctl's --cps).
+type ConnectionRate struct {
+	// TargetCPS is the target in new connections/s across the cluster
+	// (with stages, the window's mean); CPS the achieved rate: Connections,
+	// those opened in the window (the timeline's sum), over the window.
+	TargetCPS   float64 `json:"target_cps"`
+	CPS         float64 `json:"cps"`
+	Connections int64   `json:"connections"`
+	// RequestsPerConnection is what each connection sent before it
+	// closed (0: the handshake only).
+	RequestsPerConnection int `json:"requests_per_connection"`
+}

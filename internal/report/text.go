@@ -75,7 +75,11 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	r.writeLosses(p)
 	r.writeAbort(p)
 	if r.Mode == "open" {
-		p.f("  open loop%s; latency from each request's intended send time\n", r.targetText())
+		if cr := r.ConnectionRate; cr != nil {
+			p.f("  connection rate%s; %s per connection; latency from each connection's intended start\n", r.targetText(cr.TargetCPS, "connections/sec"), plural(int64(cr.RequestsPerConnection), "request"))
+		} else {
+			p.f("  open loop%s; latency from each request's intended send time\n", r.targetText(r.TargetRPS, "requests/sec"))
+		}
 	}
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
@@ -193,7 +197,11 @@ func (r *Report) writeCluster(p *printer) {
 		if r.Unsent > 0 {
 			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
 		}
-		p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
+		if cr := r.ConnectionRate; cr != nil {
+			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %d starts late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), r.Missed, never)
+		} else {
+			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
+		}
 	}
 	if len(r.Stages) > 0 {
 		p.f("%-8s %8s %8s %16s %10s %9s %9s %7s\n", "Stages:", "Start", "Length", "Target", "REQ/S", "p50", "p99", "Errors")
@@ -419,18 +427,18 @@ func plural(n int64, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// targetText describes the open-loop target after "open loop": " at R
-// requests/sec target", or with stages their targets in order and the
-// window's mean.
-func (r *Report) targetText() string {
+// targetText describes the open-loop target (mean, in unit) after "open
+// loop": " at R requests/sec target", or with stages their targets in
+// order and the window's mean.
+func (r *Report) targetText(mean float64, unit string) string {
 	if len(r.Stages) == 0 {
-		return fmt.Sprintf(" at %.0f requests/sec target", r.TargetRPS)
+		return fmt.Sprintf(" at %.0f %s target", mean, unit)
 	}
 	steps := []string{strconv.FormatInt(r.Stages[0].TargetFrom, 10)}
 	for _, st := range r.Stages {
 		steps = append(steps, strconv.FormatInt(st.TargetTo, 10))
 	}
-	return fmt.Sprintf(", %s, %s requests/sec target (mean %.0f)", plural(int64(len(r.Stages)), "stage"), strings.Join(steps, "→"), r.TargetRPS)
+	return fmt.Sprintf(", %s, %s %s target (mean %.0f)", plural(int64(len(r.Stages)), "stage"), strings.Join(steps, "→"), unit, mean)
 }
 
 // sum returns the total of an error (or status) map: the report's one

@@ -25,7 +25,7 @@ func PointToProto(pt *merge.Point) *pb.TimelinePoint {
 		Index: int32(pt.Index), Start: durationpb.New(pt.Start), Length: durationpb.New(pt.Length),
 		Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
 		TargetRps: pt.TargetRPS, TargetConnections: pt.TargetConnections, Latency: pt.Latency, Lateness: pt.Lateness, ServiceTime: pt.Service,
-		Agents: int32(pt.Agents), Partial: pt.Partial,
+		Agents: int32(pt.Agents), Partial: pt.Partial, Connections: pt.Connections, AgentConnections: pt.AgentConnections,
 	}
 }
 

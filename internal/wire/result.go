@@ -31,7 +31,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 	}
 	p := PlanFromProto(r.GetPlan())
 	run := &report.Run{
-		ID: r.GetRunId(), Target: p.URL, Load: p.Load,
+		ID: r.GetRunId(), Target: p.URL, Load: p.Load, ConnectionRate: p.ConnectionRate, RequestsPerConnection: p.RequestsPerConnection,
 		Connections: int64(p.Connections), PlanDuration: p.Duration, PlanRequests: p.Requests,
 		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),
 		Partial: r.GetPartial(), Aborted: r.GetAborted(), OnAgentLoss: p.OnAgentLoss.String(), CoordinatorStall: r.GetCoordinatorStall().AsDuration(),
@@ -113,6 +113,7 @@ func IntervalFromProto(pt *pb.TimelinePoint) (report.Interval, error) {
 		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
 		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
 		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(), ServiceV2: pt.GetServiceTime(),
+		Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(),
 	}
 	if b := pt.GetLatency(); len(b) > 0 {
 		h, err := hist.Decode(b)

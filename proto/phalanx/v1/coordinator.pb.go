@@ -2003,9 +2003,14 @@ type TimelinePoint struct {
 	// service_time is the interval's service-time histogram merged across
 	// agents (V2 compressed, us, from the actual send; open loop only, else
 	// empty), for a range's spectrum in the HTML report.
-	ServiceTime   []byte `protobuf:"bytes,18,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServiceTime []byte `protobuf:"bytes,18,opt,name=service_time,json=serviceTime,proto3" json:"service_time,omitempty"`
+	// connections is the number of connections the agents opened in the
+	// interval (the achieved connection rate times length);
+	// agent_connections is each agent's, in the order of RunResult.agents.
+	Connections      int64   `protobuf:"varint,19,opt,name=connections,proto3" json:"connections,omitempty"`
+	AgentConnections []int64 `protobuf:"varint,20,rep,packed,name=agent_connections,json=agentConnections,proto3" json:"agent_connections,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TimelinePoint) Reset() {
@@ -2132,6 +2137,20 @@ func (x *TimelinePoint) GetTargetConnections() float64 {
 func (x *TimelinePoint) GetServiceTime() []byte {
 	if x != nil {
 		return x.ServiceTime
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetConnections() int64 {
+	if x != nil {
+		return x.Connections
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetAgentConnections() []int64 {
+	if x != nil {
+		return x.AgentConnections
 	}
 	return nil
 }
@@ -2879,7 +2898,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06metric\x18\a \x01(\tR\x06metric\x12\x1e\n" +
 	"\n" +
 	"percentile\x18\b \x01(\x01R\n" +
-	"percentile\"\x81\x04\n" +
+	"percentile\"\xd0\x04\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -2895,7 +2914,9 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06agents\x18\x0f \x01(\x05R\x06agents\x12\x18\n" +
 	"\apartial\x18\x10 \x01(\bR\apartial\x12-\n" +
 	"\x12target_connections\x18\x11 \x01(\x01R\x11targetConnections\x12!\n" +
-	"\fservice_time\x18\x12 \x01(\fR\vserviceTimeJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\fservice_time\x18\x12 \x01(\fR\vserviceTime\x12 \n" +
+	"\vconnections\x18\x13 \x01(\x03R\vconnections\x12+\n" +
+	"\x11agent_connections\x18\x14 \x03(\x03R\x10agentConnectionsJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +

@@ -186,9 +186,16 @@ type Plan struct {
 	// on_agent_loss says what the run does when it loses an agent after the
 	// start (its stream ends, or it is silent past the bound in
 	// docs/design.md); unspecified means abort.
-	OnAgentLoss   AgentLossPolicy `protobuf:"varint,25,opt,name=on_agent_loss,json=onAgentLoss,proto3,enum=phalanx.v1.AgentLossPolicy" json:"on_agent_loss,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OnAgentLoss AgentLossPolicy `protobuf:"varint,25,opt,name=on_agent_loss,json=onAgentLoss,proto3,enum=phalanx.v1.AgentLossPolicy" json:"on_agent_loss,omitempty"`
+	// connection_rate makes the open-loop rate new connections/s (--cps):
+	// each opens at its intended time, sends requests_per_connection
+	// requests and closes.
+	ConnectionRate bool `protobuf:"varint,26,opt,name=connection_rate,json=connectionRate,proto3" json:"connection_rate,omitempty"`
+	// requests_per_connection is each connection's requests with
+	// connection_rate (0: the handshake only).
+	RequestsPerConnection int32 `protobuf:"varint,27,opt,name=requests_per_connection,json=requestsPerConnection,proto3" json:"requests_per_connection,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
@@ -384,6 +391,20 @@ func (x *Plan) GetOnAgentLoss() AgentLossPolicy {
 		return x.OnAgentLoss
 	}
 	return AgentLossPolicy_AGENT_LOSS_POLICY_UNSPECIFIED
+}
+
+func (x *Plan) GetConnectionRate() bool {
+	if x != nil {
+		return x.ConnectionRate
+	}
+	return false
+}
+
+func (x *Plan) GetRequestsPerConnection() int32 {
+	if x != nil {
+		return x.RequestsPerConnection
+	}
+	return 0
 }
 
 type isPlan_Load interface {
@@ -950,7 +971,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa9\a\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x8a\b\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -977,7 +998,9 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\vclosed_loop\x18\x17 \x01(\v2\x16.phalanx.v1.ClosedLoopH\x00R\n" +
 	"closedLoop\x123\n" +
 	"\topen_loop\x18\x18 \x01(\v2\x14.phalanx.v1.OpenLoopH\x00R\bopenLoop\x12?\n" +
-	"\ron_agent_loss\x18\x19 \x01(\x0e2\x1b.phalanx.v1.AgentLossPolicyR\vonAgentLossB\x06\n" +
+	"\ron_agent_loss\x18\x19 \x01(\x0e2\x1b.phalanx.v1.AgentLossPolicyR\vonAgentLoss\x12'\n" +
+	"\x0fconnection_rate\x18\x1a \x01(\bR\x0econnectionRate\x126\n" +
+	"\x17requests_per_connection\x18\x1b \x01(\x05R\x15requestsPerConnectionB\x06\n" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// connRateFlags are run's connection-rate flags (--cps,
+// --requests-per-connection, --max-open): plan.Plan.ConnectionRate.
+type connRateFlags struct {
+	cps                   int64
+	requestsPerConnection int
+	maxOpen               int
+}
+
+func (f *connRateFlags) register(fl *pflag.FlagSet) {
+	fl.Int64Var(&f.cps, "cps", 0, "connection rate: total new connections/s across the cluster, open loop (each opens at its intended time, sends --requests-per-connection requests and closes; the TLS handshake benchmark); not with -R")
+	fl.IntVar(&f.requestsPerConnection, "requests-per-connection", 1, "with --cps: requests each connection sends before it closes (0: the handshake only)")
+	fl.IntVar(&f.maxOpen, "max-open", 0, "with --cps: connections open at once across the cluster; starts beyond it wait and count as missed (default: the larger of -c and --cps)")
+}
+
+// apply sets p's connection-rate fields from the flags given: --cps
+// replaces the rate, --max-open the connection cap.
+func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
+	set := cmd.Flags().Changed
+	name := func(n string) string { return flagName(cmd, n) }
+	if !set("cps") {
+		for _, n := range []string{"requests-per-connection", "max-open"} {
+			if set(n) {
+				return fmt.Errorf("%s: only with --cps", name(n))
+			}
+		}
+		return nil
+	}
+	if set("rate") {
+		return fmt.Errorf("--cps and %s: choose one (--cps is new connections/s, -R requests/s)", name("rate"))
+	}
+	if set("max-open") && set("max-connections") {
+		return fmt.Errorf("--max-open and --max-connections: choose one (--max-open is the connection-rate name)")
+	}
+	if f.cps <= 0 {
+		return fmt.Errorf("--cps %d: want a rate above 0 connections/s", f.cps)
+	}
+	p.Rate, p.ConnectionRate, p.RequestsPerConnection = f.cps, true, f.requestsPerConnection
+	switch {
+	case set("max-open"):
+		p.MaxConnections = f.maxOpen
+	case !set("max-connections"):
+		c := p.Connections
+		if c == 0 {
+			c = plan.DefaultConnections
+		}
+		p.MaxConnections = max(c, int(min(f.cps, 1<<20)))
+	}
+	return nil
+}

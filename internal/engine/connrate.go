@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"time"
+)
+
+// connection runs one ticket of a connection-rate plan (Plan.ConnectionRate,
+// coordctl's --cps) intended at t0: it opens a connection at t0, sends the
+// plan's RequestsPerConnection requests on it back to back and closes it.
+// The first request's latency and timeout run from t0, so they include the
+// connect, the handshake and any lateness of the start (no coordinated
+// omission); each later one runs from its own send, right after the
+// previous response. With no request (0: the handshake only) the
+// connection is recorded alone, in the interval of its handshake's end, and
+// its lateness and missed start with it. It returns false when the slot is
+// done (an outcome ended after the window). free is when the slot became
+// free (conn.loop's), moved to the end of the connection's first outcome.
+func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
+	e := c.e
+	c.dropped = false // never a reconnect: each ticket opens its own
+	defer c.drop()
+	k := e.plan.RequestsPerConnection
+	if k == 0 {
+		return c.handshakeOnly(t0, inWindow, free)
+	}
+	for i := range k {
+		start := t0
+		if i > 0 {
+			if e.ended.Load() || e.isStopped() {
+				return true
+			}
+			start = time.Now()
+			inWindow = !start.Before(e.windowStart)
+		}
+		if inWindow {
+			c.tally.issued.Add(1)
+		}
+		o := c.do(start, c.nextEntry())
+		o.follow = i > 0
+		if i == 0 {
+			o.free, *free = *free, o.end
+		}
+		if !e.settle(c.w, &c.tally, start, inWindow, &o) {
+			return false
+		}
+		if o.failed || c.nc == nil {
+			return true // the connection is gone: the ticket ends with it
+		}
+	}
+	return true
+}
+
+// handshakeOnly opens a connection at t0 and records it (or its error),
+// sending nothing. Only a failed open counts as issued (Result.Issued adds
+// up requests, errors and those in flight).
+func (c *conn) handshakeOnly(t0 time.Time, inWindow bool, free *time.Time) bool {
+	e := c.e
+	o := outcome{start: t0, sent: time.Now(), noRequest: true}
+	ci, derr := c.dial(e.stopCtx, false)
+	o.end = time.Now()
+	o.free, *free = *free, o.end
+	if derr != nil {
+		o.failed, o.kind = true, derr.kind
+		if inWindow {
+			c.tally.issued.Add(1)
+		}
+	}
+	o.conn = ci
+	e.noteSend(o.sent)
+	o.paced = true
+	e.noteStage(t0, o.sent)
+	if o.sent.Sub(t0) > MissThreshold {
+		o.missed = true
+		o.backlogged = o.sent.Sub(maxTime(t0, o.free)) <= MissThreshold
+	}
+	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
+		if o.failed && inWindow {
+			c.tally.inFlight.Add(1)
+		}
+		c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
+		return false
+	}
+	c.w.rec.record(e.intervalOf(o.end), &o)
+	return true
+}

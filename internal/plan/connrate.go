@@ -1,0 +1,34 @@
+package plan
+
+import "fmt"
+
+// validateConnectionRate checks the connection-rate fields (ConnectionRate,
+// RequestsPerConnection) against the rest of the plan.
+func (p *Plan) validateConnectionRate() []error {
+	var errs []error
+	bad := func(field, value, allowed string) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
+	}
+	if !p.ConnectionRate {
+		if p.RequestsPerConnection != 0 {
+			bad("requests_per_connection", fmt.Sprint(p.RequestsPerConnection), "only a connection-rate plan (cps) closes its connections after a number of requests")
+		}
+		return errs
+	}
+	if p.RequestsPerConnection < 0 {
+		bad("requests_per_connection", fmt.Sprint(p.RequestsPerConnection), "want 0 (the handshake only) or more")
+	}
+	if !p.OpenLoop() {
+		bad("cps", "set", "a connection rate is an open-loop schedule: it needs a rate above 0 connections/s")
+	}
+	if p.Protocol != H1 {
+		bad("cps", "set", "a connection rate runs HTTP/1.1 only (HTTP/2 connection rates are not built yet)")
+	}
+	if p.NoKeepAlive {
+		bad("keepalive", "false", "a connection-rate plan already opens a connection per ticket: set requests_per_connection instead")
+	}
+	if p.Requests > 0 {
+		bad("requests", fmt.Sprint(p.Requests), "count mode does not combine with a connection rate")
+	}
+	return errs
+}
