@@ -41,17 +41,17 @@ release: ## cross-build static binaries (linux amd64, arm64) stamped with VERSIO
 	VERSION='$(VERSION)' COMMIT='$(COMMIT)' OUT='$(CURDIR)/dist' bash deploy/release.sh
 
 test: ## run every test with the race detector, and the deploy module's manifest checks, then say whether the NGINX e2e tests ran (they need nginx installed)
-	@status=0; go test -race -count=1 ./... || status=$$?; \
+	@status=0; go test -race -count=1 -timeout 30m ./... || status=$$?; \
 	  (cd deploy && go test -count=1 ./...) || status=$$?; go run ./e2e/internal/nginxstatus; exit $$status
 
 test-cases: ## run the field-case tests without the race detector, where their timing criteria are judged
-	go test -count=1 -run '^TestCase' ./e2e
+	go test -count=1 -timeout 20m -run '^TestCase' ./e2e
 
 test-netns: ## run the multi-host test in network namespaces, alone (root; needs the cores to itself)
 	PHALANX_NETNS=1 PHALANX_REQUIRE_NETNS=1 go test -count=1 -run '^TestNetnsCluster$$' -v ./e2e
 
 test-short: ## run the tests without the race detector
-	go test -count=1 ./...
+	go test -count=1 -timeout 30m ./...
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 	.ci/fuzz ./internal/http1 FuzzReadResponse $(FUZZTIME)
@@ -85,7 +85,7 @@ lint: $(BIN)/golangci-lint ## gofmt, go vet and golangci-lint (.golangci.yml: st
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	cd deploy && go vet ./...
-	$(BIN)/golangci-lint run ./...
+	$(BIN)/golangci-lint run --allow-serial-runners ./...
 
 check: lint proto ## lint, regenerate protobuf code and fail on drift, untidy go.mod or forbidden imports
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
