@@ -40,6 +40,12 @@ func TestStatusLine(t *testing.T) {
 		pt.Start, pt.Length = durationpb.New(time.Duration(idx)*time.Second), durationpb.New(time.Second)
 		return &pb.Progress{Index: idx, Requests: reqs, Errors: errs, P99Us: p99, Interval: durationpb.New(time.Second), Point: pt}
 	}
+	// backlogged gives pr's interval n sends late for a free connection
+	// (the server's backlog): neither missed nor lateness then flag it.
+	backlogged := func(p *pb.Progress, n int64) *pb.Progress {
+		p.Counters = &pb.Counters{Backlogged: n}
+		return p
+	}
 	for _, c := range []struct {
 		name string
 		p    plan.Plan
@@ -68,6 +74,9 @@ func TestStatusLine(t *testing.T) {
 		{"missed", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
 			[]*pb.Progress{pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Missed: 5})},
 			[]string{"CLIENT-BOUND: 5.0% missed"}, nil},
+		{"backlogged", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
+			[]*pb.Progress{backlogged(pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Missed: 5, Lateness: lateness}), 5)},
+			nil, []string{"CLIENT-BOUND"}},
 		{"missed closed loop", plan.Plan{Duration: 4 * time.Second},
 			[]*pb.Progress{pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Missed: 5})},
 			nil, []string{"CLIENT-BOUND"}},
