@@ -445,7 +445,11 @@ func (r *recorder) record(k int, o *outcome) {
 	cnt.Status[o.status]++
 	if k >= 0 {
 		s := r.slotFor(k)
-		s.hists.Latency.Record(o.end.Sub(o.start))
+		lat := o.end.Sub(o.start)
+		s.hists.Latency.Record(lat)
+		if o.status >= 200 && o.status <= 399 {
+			s.hists.OK.Record(lat)
+		}
 		s.hists.TTFB.Record(o.ttfb)
 		if o.sent != o.start {
 			s.hists.Service.Record(o.end.Sub(o.sent))

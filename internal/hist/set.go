@@ -24,14 +24,21 @@ const (
 	// intended send time, whatever its outcome. It is the tool's own error
 	// in the latency, which runs from the intended time.
 	Lateness
+	// OK: the completed responses of status 200-399 only, timed as
+	// Latency (their success latency): beside Latency, which takes every
+	// completed response, so that a server answering fast 429s or 503s
+	// under overload does not make the latency look better as it fails. It
+	// cannot be derived from merged Latency histograms, so every interval
+	// carries its own.
+	OK
 	// NumKinds is the number of kinds (not a kind).
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness"}
+var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness", "ok"}
 
 // String returns the kind's name: latency, service, connect, tls_full,
-// tls_resumed, ttfb or lateness ("unknown" outside them).
+// tls_resumed, ttfb, lateness or ok ("unknown" outside them).
 func (k Kind) String() string {
 	if k < NumKinds {
 		return kindNames[k]
@@ -42,12 +49,12 @@ func (k Kind) String() string {
 // Set is the named histogram set of an interval, a stage or a run (µs,
 // Phalanx's geometry). The zero value has nil histograms: use NewSet.
 type Set struct {
-	Latency, Service, Connect, TLSFull, TLSResumed, TTFB, Lateness *Histogram
+	Latency, Service, Connect, TLSFull, TLSResumed, TTFB, Lateness, OK *Histogram
 }
 
 // NewSet returns a set of empty histograms.
 func NewSet() *Set {
-	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New(), Lateness: New()}
+	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New(), Lateness: New(), OK: New()}
 }
 
 // Get returns the histogram of kind k (nil for a kind outside the set).
@@ -82,6 +89,8 @@ func (s *Set) field(k Kind) **Histogram {
 		return &s.TTFB
 	case Lateness:
 		return &s.Lateness
+	case OK:
+		return &s.OK
 	}
 	return nil
 }

@@ -161,6 +161,9 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	if latency.Total != iv.Counts.Requests {
 		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.Index, latency.Total, iv.Counts.Requests)
 	}
+	if ok := m.sparse[hist.OK].Total; ok > latency.Total {
+		return nil, fmt.Errorf("interval %d: ok histogram holds %d samples, more than the latency histogram's %d", iv.Index, ok, latency.Total)
+	}
 	// Nothing below fails: the interval is merged whole or not at all.
 	for k := range hist.NumKinds {
 		m.total[k].Add(&m.sparse[k])

@@ -135,7 +135,15 @@ func Build(r *Run) (*Report, error) {
 	for code, n := range c.StatusMap() {
 		if code < 200 || code > 399 {
 			rep.Non2xx3xx += n
+		} else {
+			rep.OKRequests += n
 		}
+	}
+	if window > 0 {
+		rep.OKRPS = float64(rep.OKRequests) / window
+	}
+	if hs.OK != nil {
+		rep.OKLatency = hs.OK.Summarize()
 	}
 	if wd := r.WarmupDuration; wd > 0 {
 		w := &r.Warmup

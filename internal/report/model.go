@@ -291,6 +291,14 @@ type Report struct {
 	// Non2xx3xx counts completed responses outside 200-399 (wrk's
 	// "Non-2xx or 3xx responses").
 	Non2xx3xx int64 `json:"non_2xx_3xx"`
+	// OKRequests counts completed responses of status 200-399 (the
+	// successes), OKRPS = OKRequests / DurationS, and OKLatency summarizes
+	// their latency alone (µs, timed as Latency; hist.OK): a server that
+	// answers fast 429s or 503s under overload makes Latency look better
+	// as it fails, never these.
+	OKRequests int64         `json:"ok_requests"`
+	OKRPS      float64       `json:"ok_rps"`
+	OKLatency  *hist.Summary `json:"ok_latency_us"`
 	// Errors maps error kind to failed requests.
 	Errors map[string]int64 `json:"errors"`
 	// Latency summarizes completed responses' latency in µs, from the

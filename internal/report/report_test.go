@@ -55,6 +55,13 @@ func result(t *testing.T) *pb.RunResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The 990 responses of status 200 are the slow ones (11..1000 µs), the
+	// ten 503s the fast 1..10 µs.
+	okh := hist.New()
+	for v := int64(11); v <= 1000; v++ {
+		okh.RecordMicros(v)
+	}
+	okb, _ := okh.Encode()
 	empty, _ := hist.New().Encode()
 	conn := hist.New()
 	conn.RecordMicros(50)
@@ -68,7 +75,7 @@ func result(t *testing.T) *pb.RunResult {
 		Plan:              &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4},
 		StartedAtUnixNano: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Window:            durationpb.New(2 * time.Second),
-		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty, Lateness: empty},
+		Histograms:        &pb.Histograms{Latency: b, Connect: cb, TlsFull: cb, TlsResumed: rb, Ttfb: b, ServiceTime: empty, Lateness: empty, OkLatency: okb},
 		Timeline: []*pb.TimelinePoint{
 			{Index: 0, Start: durationpb.New(0), Length: durationpb.New(time.Second), Requests: 480, Errors: 1, Latency: quantiles(t, 480, 900, 990, 1000), CpuBusy: []float64{0.25, 0.25}},
 			{Index: 1, Start: durationpb.New(time.Second), Length: durationpb.New(time.Second), Requests: 520, Errors: 2, Latency: quantiles(t, 520, 910, 991, 999), CpuBusy: []float64{0.26, 0.24}},

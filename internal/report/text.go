@@ -150,6 +150,7 @@ func (r *Report) writeCluster(p *printer) {
 	if r.notAll200() {
 		p.f("Status codes: %s\n", fmtMap(r.Status))
 	}
+	r.writeOK(p)
 	r.writeMix(p)
 	phases := []struct {
 		name string

@@ -99,7 +99,11 @@ func (t Threshold) value(w Window) (float64, bool) {
 		if w.Counts == nil || w.Length <= 0 {
 			return 0, false
 		}
-		return float64(w.Counts.Requests) / w.Length.Seconds(), true
+		n := w.Counts.Requests
+		if t.Kind == hist.OK {
+			n -= nonOK(w.Counts) // ok.rps: status 200-399 only
+		}
+		return float64(n) / w.Length.Seconds(), true
 	case Errors:
 		if w.Counts == nil {
 			return 0, false

@@ -20,7 +20,8 @@ const (
 	// Max and Mean of a latency histogram.
 	Max
 	Mean
-	// RPS is completed responses per second of the window.
+	// RPS is completed responses per second of the window (with Kind
+	// hist.OK, ok.rps: those of status 200-399 only).
 	RPS
 	// Errors is the failed requests: transport errors (every error kind)
 	// plus responses outside 200-399, as k6's http_req_failed counts
@@ -57,14 +58,17 @@ const (
 //	METRIC: p50 p90 p99 p99.9 p99.99 (any pNN.NN from p0 to p100), max, mean,
 //	        rps, errors
 //	PHASE:  latency (the default), service, connect, tls_full, tls_resumed,
-//	        ttfb, lateness (hist.Kind's names)
+//	        ttfb, lateness, ok (hist.Kind's names)
 //	OP:     < <= > >=
 //	VALUE:  a duration for latencies (3ms, 250us, 1.5s; Go's units, µs too),
 //	        a number for rps, a percentage (0.1%) or a count for errors
 //
 // stageN scopes it to plan stage N, numbered as the report's Stage column
 // and the JSON stages[].index; a stage keeps only its latency, rps and
-// errors. A phase applies to latency metrics only.
+// errors. A phase applies to latency metrics only, except ok: ok.p99 is the
+// latency of the responses of status 200-399 alone (hist.OK) and ok.rps
+// their rate, where p99 and rps count every completed response (a server
+// answering fast 429s under overload improves those as it fails).
 type Threshold struct {
 	// Text is the threshold as written, spaces removed.
 	Text string
@@ -170,7 +174,7 @@ func Parse(s string) (Threshold, error) {
 	default:
 		return fail("unknown metric %q: want pNN (p50, p99, p99.9 ...), max, mean, rps or errors", metric)
 	}
-	if phase != "" && (t.Metric == RPS || t.Metric == Errors) {
+	if phase != "" && (t.Metric == Errors || (t.Metric == RPS && t.Kind != hist.OK)) {
 		return fail("%s has no phase: %s.%s is not a metric", metric, phase, metric)
 	}
 	if t.Stage >= 0 && t.Kind != hist.Latency {

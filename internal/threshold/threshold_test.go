@@ -24,6 +24,8 @@ func TestParse(t *testing.T) {
 		{"stage2.p99<5ms", Threshold{Text: "stage2.p99<5ms", Stage: 2, Kind: hist.Latency, Metric: Percentile, Percentile: 99, Op: Less, Limit: 5000}},
 		{"stage0.rps>=50", Threshold{Text: "stage0.rps>=50", Stage: 0, Kind: hist.Latency, Metric: RPS, Op: GreaterEq, Limit: 50}},
 		{"max<1s", Threshold{Text: "max<1s", Stage: -1, Kind: hist.Latency, Metric: Max, Op: Less, Limit: 1e6}},
+		{"ok.p99<3ms", Threshold{Text: "ok.p99<3ms", Stage: -1, Kind: hist.OK, Metric: Percentile, Percentile: 99, Op: Less, Limit: 3000}},
+		{"ok.rps>1000", Threshold{Text: "ok.rps>1000", Stage: -1, Kind: hist.OK, Metric: RPS, Op: Greater, Limit: 1000}},
 		{"connect.mean<2ms", Threshold{Text: "connect.mean<2ms", Stage: -1, Kind: hist.Connect, Metric: Mean, Op: Less, Limit: 2000}},
 	} {
 		got, err := Parse(c.in)
@@ -44,6 +46,8 @@ func TestParseErrors(t *testing.T) {
 		"errors<101%":       "from 0% to 100%",
 		"rps>fast":          "rps value \"fast\"",
 		"ttfb.rps>3":        "rps has no phase",
+		"ok.errors<1%":      "errors has no phase",
+		"stage1.ok.p99<3ms": "a stage keeps only its latency",
 		"stage1.ttfb.p99<3": "a stage keeps only its latency",
 		"stagex.p99<3ms":    "want stageN",
 		"a.b.c.p99<3ms":     "want [stageN.][PHASE.]METRIC",
@@ -104,6 +108,24 @@ func TestEval(t *testing.T) {
 		r := th.Eval(d)
 		if r.Value != c.value || r.Pass != c.pass || r.NoData != c.noData || r.Threshold != c.th {
 			t.Errorf("Eval(%s) = %+v, want value %v pass %v no_data %v", c.th, r, c.value, c.pass, c.noData)
+		}
+	}
+	// ok.: the 500s were the fast responses (1..10 us); the 990 successes
+	// took 11..1000 us, so their p50 is above the whole's and their rate
+	// leaves the 500s out, while p99 and rps stay as they were.
+	for i := range int64(990) {
+		w.Histograms.OK.RecordMicros(i + 11)
+	}
+	for _, c := range []struct {
+		th    string
+		value float64
+	}{{"ok.p50<1ms", 505}, {"p50<1ms", 500}, {"ok.rps>1", 495}, {"rps>1", 500}, {"ok.max<1s", 1000}} {
+		th, err := Parse(c.th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := th.EvalWindow(w); r.Value != c.value || !r.Pass {
+			t.Errorf("EvalWindow(%s) = %+v, want value %v, pass", c.th, r, c.value)
 		}
 	}
 	// Transport errors count in the rate's numerator and denominator.

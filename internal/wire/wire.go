@@ -367,6 +367,8 @@ func HistogramBytes(h *pb.Histograms, k hist.Kind) []byte {
 		return h.GetTtfb()
 	case hist.Lateness:
 		return h.GetLateness()
+	case hist.OK:
+		return h.GetOkLatency()
 	}
 	return nil
 }
@@ -387,6 +389,8 @@ func setHistogramBytes(h *pb.Histograms, k hist.Kind, b []byte) {
 		h.Ttfb = b
 	case hist.Lateness:
 		h.Lateness = b
+	case hist.OK:
+		h.OkLatency = b
 	}
 }
 
@@ -418,12 +422,18 @@ func HistogramsToProto(s *hist.Set) (*pb.Histograms, error) {
 
 // HistogramsFromProto decodes a result's histogram set (V2 compressed, as
 // HistogramsToProto writes it; agents' uncompressed intervals go through
-// hist.Decoder). Errors: a missing, corrupt or foreign-geometry histogram,
-// named by kind.
+// hist.Decoder). An absent ok histogram (a result recorded before it
+// existed) is empty. Errors: a missing, corrupt or foreign-geometry
+// histogram, named by kind.
 func HistogramsFromProto(h *pb.Histograms) (*hist.Set, error) {
 	out := &hist.Set{}
 	for k := range hist.NumKinds {
-		d, err := hist.Decode(HistogramBytes(h, k))
+		b := HistogramBytes(h, k)
+		if k == hist.OK && len(b) == 0 {
+			out.Put(k, hist.New())
+			continue
+		}
+		d, err := hist.Decode(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s histogram: %w", k, err)
 		}

@@ -272,7 +272,11 @@ type Histograms struct {
 	// lateness: open loop only, every send's actual send time (its write,
 	// or its connect when it opened its connection) minus its intended send
 	// time, whatever its outcome: the tool's own error in latency.
-	Lateness      []byte `protobuf:"bytes,7,opt,name=lateness,proto3" json:"lateness,omitempty"`
+	Lateness []byte `protobuf:"bytes,7,opt,name=lateness,proto3" json:"lateness,omitempty"`
+	// ok_latency: the completed responses of status 200-399 only, timed as
+	// latency (success latency): it cannot be derived from merged latency
+	// histograms, so each interval carries its own.
+	OkLatency     []byte `protobuf:"bytes,8,opt,name=ok_latency,json=okLatency,proto3" json:"ok_latency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -352,6 +356,13 @@ func (x *Histograms) GetServiceTime() []byte {
 func (x *Histograms) GetLateness() []byte {
 	if x != nil {
 		return x.Lateness
+	}
+	return nil
+}
+
+func (x *Histograms) GetOkLatency() []byte {
+	if x != nil {
+		return x.OkLatency
 	}
 	return nil
 }
@@ -695,7 +706,7 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1aB\n" +
 	"\x14ContentEncodingEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcf\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xee\x01\n" +
 	"\n" +
 	"Histograms\x12\x18\n" +
 	"\alatency\x18\x01 \x01(\fR\alatency\x12\x18\n" +
@@ -705,7 +716,9 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"tlsResumed\x12\x12\n" +
 	"\x04ttfb\x18\x05 \x01(\fR\x04ttfb\x12!\n" +
 	"\fservice_time\x18\x06 \x01(\fR\vserviceTime\x12\x1a\n" +
-	"\blateness\x18\a \x01(\fR\blateness\"\xcb\x02\n" +
+	"\blateness\x18\a \x01(\fR\blateness\x12\x1d\n" +
+	"\n" +
+	"ok_latency\x18\b \x01(\fR\tokLatency\"\xcb\x02\n" +
 	"\n" +
 	"Provenance\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x16\n" +
