@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/phalanxload/phalanx/internal/report"
 )
@@ -16,9 +17,21 @@ func openHTMLOutput(name string) (*output, error) {
 	return openOutput("--html", name)
 }
 
+// writeSearchHTML replaces the file's content with the search's HTML page
+// (report.WriteSearchHTML) and closes it; it does nothing without --html.
+func (o *output) writeSearchHTML(s *report.Search) error {
+	return o.writePage(func(w io.Writer) error { return report.WriteSearchHTML(w, s, report.HTMLOptions{}) })
+}
+
 // writeHTML replaces the file's content with the run's HTML report
 // (report.WriteHTML) and closes it; it does nothing without --html.
 func (o *output) writeHTML(run *report.Run, rep *report.Report) error {
+	return o.writePage(func(w io.Writer) error { return report.WriteHTML(w, run, rep, report.HTMLOptions{}) })
+}
+
+// writePage replaces the file's content with what write writes and closes
+// it; it does nothing without the flag.
+func (o *output) writePage(write func(io.Writer) error) error {
 	if o.name == "" {
 		return nil
 	}
@@ -26,7 +39,7 @@ func (o *output) writeHTML(run *report.Run, rep *report.Report) error {
 	o.fh = nil
 	err := fh.Truncate(0)
 	if err == nil {
-		err = report.WriteHTML(fh, run, rep, report.HTMLOptions{})
+		err = write(fh)
 	}
 	if cerr := fh.Close(); err == nil {
 		err = cerr

@@ -45,6 +45,7 @@ type searchFlags struct {
 	http2                bool
 	headers              []string
 	jsonFile             string
+	htmlFile             string
 	tags                 []string
 	quiet                bool
 }
@@ -71,6 +72,11 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 				return err
 			}
 			defer out.discard()
+			htmlOut, err := openHTMLOutput(f.htmlFile)
+			if err != nil {
+				return err
+			}
+			defer htmlOut.discard()
 			client, closeConn, err := co.dial()
 			if err != nil {
 				return err
@@ -121,6 +127,9 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 			if werr := writeSearch(cmd, res, out); werr != nil {
 				return werr
 			}
+			if werr := htmlOut.writeSearchHTML(res); werr != nil {
+				return werr
+			}
 			if err != nil {
 				return err
 			}
@@ -153,6 +162,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	fl.BoolVar(&f.http2, "http2", false, "HTTP/2 (ALPN h2, or h2c on an http:// URL)")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
 	fl.StringVar(&f.jsonFile, "json", "", "also write the search's result (knee, steps, curve) as JSON to this file ('-' for stdout)")
+	fl.StringVar(&f.htmlFile, "html", "", "also write the search as one self-contained HTML page (knee, throughput-latency curve, steps) to this file")
 	fl.StringArrayVar(&f.tags, "tag", nil, "label stored with every step's run (besides \"search\"), repeatable")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no line per step on stderr")
 	return cmd

@@ -53,8 +53,12 @@ const (
 type HTMLData struct {
 	Format string `json:"format"`
 	View   string `json:"view"`
-	// Run is the run's report without its timeline (Timeline holds it).
-	Run *Report `json:"run"`
+	// Run is the run's report without its timeline (Timeline holds it);
+	// nil in the search view.
+	Run *Report `json:"run,omitempty"`
+	// Search is the capacity search of the "search" view (nil otherwise):
+	// its knee, steps and throughput-latency curve.
+	Search *Search `json:"search,omitempty"`
 	// Warnings are the report's (Report.Warnings): what a reader must know
 	// before trusting its figures.
 	Warnings []string `json:"warnings,omitempty"`
@@ -445,6 +449,15 @@ func WriteHTML(w io.Writer, run *Run, rep *Report, opts HTMLOptions) error {
 	return writeHTMLPage(w, d, opts)
 }
 
+// WriteSearchHTML writes a capacity search (coordctl search) as one
+// self-contained HTML page, the data block's "search" view: the answer
+// (the knee with its confidence interval, or why there is none), the
+// throughput-latency curve with each step's verdict and the knee marked,
+// and the table of steps. Errors: w's.
+func WriteSearchHTML(w io.Writer, s *Search, opts HTMLOptions) error {
+	return writeHTMLPage(w, &HTMLData{Format: HTMLFormat, View: "search", Search: s}, opts)
+}
+
 func writeHTMLPage(w io.Writer, d *HTMLData, opts HTMLOptions) error {
 	data, err := json.Marshal(d) // escapes <, > and &: the block cannot end the script element
 	if err != nil {
@@ -455,7 +468,11 @@ func writeHTMLPage(w io.Writer, d *HTMLData, opts HTMLOptions) error {
 		return string(b)
 	}
 	title := opts.Title
-	if title == "" {
+	switch {
+	case title != "":
+	case d.Search != nil:
+		title = "Phalanx capacity search " + d.Search.SearchID
+	default:
 		title = "Phalanx run " + d.Run.RunID
 	}
 	page := template.Must(template.New("page").Parse(read("page.html")))

@@ -537,3 +537,75 @@ func BenchmarkHTMLDayInBrowser(b *testing.B) {
 		b.ReportMetric(float64(fi.Size())/1e6, "html-MB")
 	}
 }
+
+// TestHTMLSearchInBrowser opens a capacity search's page (the "search"
+// view) in headless Chromium: no console error, no network request, the
+// curve drawn with its pass and fail points, the knee and its interval,
+// and every step in the table; a screenshot goes to the artifact
+// directory.
+func TestHTMLSearchInBrowser(t *testing.T) {
+	s := &report.Search{SearchID: "search-20261202T050000Z-1a2b3c", URL: "https://127.0.0.1:8443/", Mode: "open", Unit: "requests/s",
+		SLOs: []string{"p99<3ms"}, RangeFrom: 1000, RangeTo: 16000, Precision: 0.02, Repeats: 3, Outcome: "found",
+		Knee: 4010, KneeLo: 3950, KneeHi: 4080, KneeConfidence: 0.95, Passing: 4000, Failing: 4080, KneeRPS: 3998.2, KneeP99Us: 2710, ElapsedS: 410}
+	for i, x := range []float64{1000, 2000, 4000, 8000, 6000, 5000, 4500, 4250, 4125, 4000, 4080} {
+		p99, verdict := int64(800+x*x/8000), "pass"
+		if p99 >= 3000 {
+			verdict = "fail"
+		}
+		s.Steps = append(s.Steps, report.SearchStep{Index: i, Target: x, RunID: fmt.Sprintf("20261202T05%04dZ-00000%d", i, i), AchievedRPS: min(x, 5200) * 0.999,
+			P50Us: p99 / 3, P99Us: p99, P999Us: p99 * 2, Verdict: verdict, Why: map[string]string{"fail": "p99<3ms failed"}[verdict]})
+		s.Curve = append(s.Curve, report.SearchCurvePt{Target: x, AchievedRPS: min(x, 5200) * 0.999, P99Us: p99, Verdict: verdict})
+	}
+	dir := t.ArtifactDir()
+	var b bytes.Buffer
+	if err := report.WriteSearchHTML(&b, s, report.HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "search.html")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := openBrowserPage(t, file)
+	type state struct {
+		Errors              []string
+		Ink                 int
+		Pass, Fail          int
+		Answer, Steps, Head string
+	}
+	st := eval[state](t, p, `(() => {
+  const c = document.querySelector('#curve-chart canvas');
+  const g = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let ink = 0;
+  for (let i = 0; i < g.length; i += 4) if (g[i + 3] > 0 && (Math.abs(g[i] - g[i + 1]) > 40 || Math.abs(g[i + 1] - g[i + 2]) > 40)) ink++;
+  const d = phalanx.charts.curve.data;
+  return { errors: phalanx.errors, ink, pass: d[2].filter((v) => v != null).length, fail: d[3].filter((v) => v != null).length,
+    answer: document.getElementById('answer').innerText, steps: document.getElementById('steps').innerText, head: document.title };
+})()`)
+	if len(st.Errors) > 0 || p.errors > 0 || len(p.requests) > 0 {
+		t.Errorf("page errors %v, console %v, requests %v", st.Errors, p.log(), p.requests)
+	}
+	fails := 0
+	for _, c := range s.Curve {
+		if c.Verdict == "fail" {
+			fails++
+		}
+	}
+	if st.Ink < 200 || st.Pass != len(s.Curve)-fails || st.Fail != fails || fails == 0 {
+		t.Errorf("curve: %d coloured pixels, %d pass and %d fail points; want it drawn with %d and %d", st.Ink, st.Pass, st.Fail, len(s.Curve)-fails, fails)
+	}
+	for _, want := range []string{"4,010 requests/s", "3,950 .. 4,080", "95 % CI", "2.71ms"} {
+		if !strings.Contains(st.Answer, want) {
+			t.Errorf("answer lacks %q:\n%s", want, st.Answer)
+		}
+	}
+	if !strings.Contains(st.Steps, "20261202T050010Z-0000010") || strings.Count(st.Steps, "\tfail\t") != fails || !strings.Contains(st.Head, "capacity search search-20261202T050000Z-1a2b3c") {
+		t.Errorf("steps table or title: %q\n%s", st.Head, st.Steps)
+	}
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "search.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -485,7 +485,48 @@
     cols2.then(() => { P.intervalsReady = true; });
   }
 
-  const VIEWS = { run: renderRun };
+  // ---- the search view ----
+  function renderSearch() {
+    const S = D.search, open = S.mode === 'open';
+    document.getElementById('subtitle').textContent = S.url + ' · ' + (open ? 'open loop, rate' : 'closed loop, connections') +
+      ' ' + fmtNum(S.range_from, 0) + '..' + fmtNum(S.range_to, 0) + ' · SLO ' + (S.slos || []).join(' and ') + ' · ' + fmtSecs(S.elapsed_s);
+    const answer = S.outcome === 'found'
+      ? el('div', { class: 'kpis' }, ...[[fmtNum(S.knee, 1) + ' ' + S.unit, 'knee'], [fmtNum(S.knee_lo, 1) + ' .. ' + fmtNum(S.knee_hi, 1), fmtNum(100 * S.knee_confidence, 0) + ' % CI'],
+        [fmtNum(S.passing, 1) + ' / ' + fmtNum(S.failing, 1), 'held / broke (' + S.repeats + ' repeats)'], [fmtNum(S.knee_rps, 1), 'requests/s at the knee'], [fmtUs(S.knee_p99_us), 'p99 at the knee']]
+        .map(([v, l]) => el('div', { class: 'kpi' }, el('b', {}, v), el('span', {}, l))))
+      : el('div', { class: 'notice' + (S.outcome === 'inconclusive' ? ' bad' : '') }, S.outcome.replace('_', ' ') + ': ' + S.message +
+        ((S.saturated_agents || []).length ? ' (saturated: ' + S.saturated_agents.join(', ') + (S.more_agents ? '; about ' + S.more_agents + ' more agents needed' : '') + ')' : ''));
+    const curveHost = el('div', { class: 'chart', id: 'curve-chart' });
+    app.append(section('answer', 'Capacity search', answer),
+      section('curve', 'Throughput-latency curve', curveHost,
+        el('p', { class: 'chart-note' }, 'Each step’s p99 (left, log) and achieved requests/s (right) at its target; the knee and its confidence interval are shaded.')),
+      section('steps', 'Steps', table(['step', 'target', 'repeat', 'achieved RPS', 'p50', 'p99', 'p99.9', 'errors', 'verdict', 'run', ''],
+        (S.steps || []).map((st) => [st.index, fmtNum(st.target, 1), st.repeat || '', fmtNum(st.achieved_rps, 1), fmtUs(st.p50_us), fmtUs(st.p99_us), fmtUs(st.p999_us),
+          fmtNum(st.errors, 0), el('td', { class: st.verdict === 'pass' ? 'pass' : 'fail' }, st.verdict), st.run_id, el('td', { class: 'text' }, st.verdict === 'pass' ? '' : st.why || '')]))));
+    const c = (S.curve || []).slice().sort((a, b) => a.target - b.target);
+    const xs = c.map((p) => p.target);
+    const by = (v) => c.map((p) => (p.verdict === v && p.p99_us > 0 ? p.p99_us : null));
+    const pts = (label, color) => usSeries(label, color, { paths: () => null, points: { show: true, size: 9, fill: color } });
+    const band = S.outcome === 'found' ? [S.knee_lo, S.knee_hi] : null;
+    chart('curve', curveHost, {
+      scales: { x: { time: false }, us: { distr: 3 }, rps: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] } },
+      axes: [{ label: 'target (' + S.unit + ')', values: (u, v) => v.map((x) => fmtNum(x, 0)) }, usAxis('p99'),
+        { scale: 'rps', side: 1, label: 'achieved requests/s', size: 70, grid: { show: false }, values: (u, v) => v.map((x) => fmtNum(x, 0)) }],
+      series: [{ label: 'target', value: (u, v) => fmtNum(v, 1) }, usSeries('p99', '#999'), pts('pass', '#1e7a34'), pts('fail', '#b3261e'), pts('inconclusive', '#8a5a00'),
+        { label: 'achieved RPS', scale: 'rps', stroke: '#1f77b4', width: 1.5, value: (u, v) => fmtNum(v, 1) }],
+      hooks: { draw: [(u) => {
+        if (!band) return;
+        const x0 = u.valToPos(band[0], 'x', true), x1 = u.valToPos(band[1], 'x', true);
+        u.ctx.save();
+        u.ctx.fillStyle = 'rgba(31,119,180,0.12)';
+        u.ctx.fillRect(Math.min(x0, x1), u.bbox.top, Math.max(2, Math.abs(x1 - x0)), u.bbox.height);
+        u.ctx.restore();
+        drawLines(u, [{ x: S.knee, label: 'knee ' + fmtNum(S.knee, 1), color: '#1f77b4' }]);
+      }] },
+    }, [xs, c.map((p) => p.p99_us || null), by('pass'), by('fail'), by('inconclusive'), c.map((p) => p.achieved_rps)]);
+  }
+
+  const VIEWS = { run: renderRun, search: renderSearch };
   try {
     const view = VIEWS[D.view];
     if (!view) throw new Error('this page cannot show a "' + D.view + '" view (data format ' + D.format + ')');
