@@ -75,9 +75,11 @@ type h2session struct {
 	hstatus string
 	hbytes  int64
 	hend    bool
-	// henc is the Content-Encoding of the block being read, hfields its
-	// fields' name and value bytes.
+	// henc is the Content-Encoding of the block being read, hblock its
+	// HPACK bytes (the frames' payloads, as h2load counts headers) and
+	// hfields its fields' name and value bytes.
 	henc    measure.Encoding
+	hblock  int64
 	hfields int64
 	// readAt is when the read that completed the frame being handled
 	// returned (read loop alone; see stampReader): the arrival time of
@@ -571,7 +573,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	case *http2.HeadersFrame:
-		s.hstatus, s.hbytes, s.hend, s.henc, s.hfields = "", 0, f.StreamEnded(), measure.EncIdentity, 0
+		s.hstatus, s.hbytes, s.hend, s.henc, s.hblock, s.hfields = "", 0, f.StreamEnded(), measure.EncIdentity, 0, 0
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame: // the Framer checks that it follows its HEADERS
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
@@ -635,6 +637,7 @@ func (s *h2session) handle(f http2.Frame) error {
 // COMPRESSION_ERROR).
 func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) error {
 	s.hbytes += int64(9 + length)
+	s.hblock += int64(len(frag))
 	if _, err := s.hdec.Write(frag); err != nil {
 		return http2.ConnectionError(http2.ErrCodeCompression)
 	}
@@ -651,7 +654,7 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 		return nil // a stream we gave up on (timeout)
 	}
 	st.size.wire += s.hbytes
-	st.size.header += s.hbytes
+	st.size.header += s.hblock
 	st.size.fields += s.hfields
 	if !st.gotHeaders {
 		code, err := strconv.Atoi(s.hstatus)

@@ -26,8 +26,8 @@ type Counts struct {
 	// HeaderBytes and BodyBytes split the completed responses' BytesRead
 	// (h2load's "traffic: headers, data"): HeaderBytes their header
 	// sections as on the wire (HTTP/1.1 status and header lines, interim
-	// responses and trailers included; HTTP/2 HEADERS and CONTINUATION
-	// frames), BodyBytes their bodies as received, still content-encoded
+	// responses and trailers included; HTTP/2 the HPACK blocks of HEADERS
+	// and CONTINUATION frames, as h2load counts them), BodyBytes their bodies as received, still content-encoded
 	// (HTTP/1.1 without chunk framing; HTTP/2 DATA payloads). The rest of
 	// BytesRead is framing.
 	HeaderBytes, BodyBytes int64

@@ -19,9 +19,12 @@ import (
 //     errored the requests that ended in an error (no response); timeout
 //     the timeouts among them. Requests in flight when the window closed
 //     are started, not done.
-//   - traffic: total the response bytes on the wire, headers the header
-//     sections as on the wire (HPACK-compressed over HTTP/2), data the
-//     bodies as received; space savings 1 - headers / the fields decoded.
+//   - traffic: total the response bytes on the wire (h2load's also counts
+//     the connection's own frames, SETTINGS and the like: some dozens of
+//     bytes per connection), headers the header sections as on the wire
+//     (HTTP/2: the HPACK blocks, as h2load), data the bodies as received;
+//     space savings 1 - headers / the fields decoded. Against NGINX over
+//     h2c the headers, savings and data equal h2load's to the byte.
 //   - time for request: the latency from each request's send (in open
 //     loop the service time, from the actual send, as h2load measures it);
 //     time for connect: each new connection's TCP connect; time to 1st

@@ -65,12 +65,11 @@ type Counters struct {
 	Unsent int64 `protobuf:"varint,13,opt,name=unsent,proto3" json:"unsent,omitempty"`
 	// header_bytes counts the wire bytes of completed responses' header
 	// sections: HTTP/1.1 status lines and header fields (interim responses
-	// and trailers included), HTTP/2 HEADERS and CONTINUATION frames (the
-	// HPACK-compressed block and the frame headers). body_bytes counts their
-	// message bodies as received, before any content decoding: HTTP/1.1
-	// body bytes without chunk framing, HTTP/2 DATA payloads. bytes_read
-	// minus both is framing (chunk sizes, DATA frame headers). h2load's
-	// "traffic: headers, data".
+	// and trailers included), HTTP/2 the HPACK-compressed blocks of HEADERS
+	// and CONTINUATION frames. body_bytes counts their message bodies as
+	// received, before any content decoding: HTTP/1.1 body bytes without
+	// chunk framing, HTTP/2 DATA payloads. bytes_read minus both is framing
+	// (chunk sizes, frame headers). h2load's "traffic: headers, data".
 	HeaderBytes int64 `protobuf:"varint,14,opt,name=header_bytes,json=headerBytes,proto3" json:"header_bytes,omitempty"`
 	BodyBytes   int64 `protobuf:"varint,15,opt,name=body_bytes,json=bodyBytes,proto3" json:"body_bytes,omitempty"`
 	// header_field_bytes counts the header sections decoded: HTTP/2 the
