@@ -177,12 +177,20 @@ func TestCaseC10TimeoutAccounting(t *testing.T) {
 		if l := r.SendLatenessUs; l == nil || l.P99 <= report.LatenessLimit.Microseconds() {
 			t.Errorf("send lateness %+v: want a p99 above %v at 3x the server's capacity", l, report.LatenessLimit)
 		}
-		if r.Backlogged < r.Unsent || 2*r.Backlogged < r.Missed {
-			t.Errorf("backlogged %d of %d missed (%d unsent): the sends waited for the server's connections", r.Backlogged, r.Missed, r.Unsent)
+		if r.Backlogged < r.Unsent || 10*r.Backlogged < 9*r.Missed {
+			t.Errorf("backlogged %d of %d missed (%d unsent): at least 90 %% of the sends waited for the server's connections", r.Backlogged, r.Missed, r.Unsent)
 		}
-		if slices.ContainsFunc(r.ClientBoundReasons, func(s string) bool { return strings.HasPrefix(s, "send lateness p99 ") }) || !r.ServerBound {
-			t.Errorf("client-bound reasons %q, server-bound %v %q: want server-bound, the lateness not blamed on the client", r.ClientBoundReasons, r.ServerBound, r.ServerBoundReasons)
+		if slices.ContainsFunc(r.ClientBoundReasons, func(s string) bool { return strings.HasPrefix(s, "send lateness p99 ") }) {
+			t.Errorf("client-bound reasons %q: the backlog's lateness blamed on the client", r.ClientBoundReasons)
 		}
+		// Server-bound, unless this in-process agent (sharing the test's
+		// process and, on a loaded machine, its CPUs) was itself late by
+		// more than 1 % of the sends: then client-bound for that alone.
+		ownLate := len(r.ClientBoundReasons) == 1 && strings.HasSuffix(r.ClientBoundReasons[0], "by the agents' own scheduling")
+		if !r.ServerBound && !ownLate {
+			t.Errorf("client-bound reasons %q, server-bound %v %q: want server-bound", r.ClientBoundReasons, r.ServerBound, r.ServerBoundReasons)
+		}
+		t.Logf("missed %d, backlogged %d, unsent %d; server-bound %v %q; client-bound %q", r.Missed, r.Backlogged, r.Unsent, r.ServerBound, r.ServerBoundReasons, r.ClientBoundReasons)
 		if r.Mode != "open" || r.LatencyBasis != "intended send" {
 			t.Errorf("mode %q, basis %q", r.Mode, r.LatencyBasis)
 		}
