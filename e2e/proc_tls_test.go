@@ -242,7 +242,7 @@ func TestProcSafeDefault(t *testing.T) {
 		t.Errorf("coordinator with a client certificate in PHALANX_TLS_CERT: exit %d (exited %v), want 1 naming PHALANX_TLS_CERT (environment)\n%s", code, ok, p.describe())
 	}
 	p = startProc(t, "agent", false, procEnv("PHALANX_INSECURE_CLUSTER=yes"), procBinary(t, "agent"), "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0")
-	if code, ok := p.Wait(20 * time.Second); !ok || code != 1 || !strings.Contains(p.Stderr(), `PHALANX_INSECURE_CLUSTER="yes" (for --insecure-cluster): want true or false`) {
-		t.Errorf("agent with PHALANX_INSECURE_CLUSTER=yes: exit %d (exited %v), want 1 saying want true or false\n%s", code, ok, p.describe())
+	if code, ok := p.Wait(20 * time.Second); !ok || code != 2 || !strings.Contains(p.Stderr(), `PHALANX_INSECURE_CLUSTER="yes" (for --insecure-cluster): want true or false`) {
+		t.Errorf("agent with PHALANX_INSECURE_CLUSTER=yes: exit %d (exited %v), want 2 (a bad configuration value, as a bad flag) saying want true or false\n%s", code, ok, p.describe())
 	}
 }
