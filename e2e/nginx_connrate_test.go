@@ -127,3 +127,36 @@ func stubAccepts(t *testing.T, c *http.Client, srv *nginxtest.Server) int64 {
 	}
 	return accepts
 }
+
+// TestNginxResumeRatioMatchesLog: --cps with --resume-ratio 0.7, one
+// request per connection: NGINX's resumed share ($ssl_session_reused) is
+// 70 % ± 2 %, and the report's resumed and full handshakes are the log's
+// exactly; a handshake not offered a session is never resumed.
+func TestNginxResumeRatioMatchesLog(t *testing.T) {
+	srv := nginxtest.Start(t, nginxtest.Options{Workers: 2})
+	p := connRatePlan(srv, 150, 1, 3*time.Second)
+	p.TLS.Resume, p.TLS.ResumeRatio = true, 0.7
+	out := runCase(t, p, 2, 1)
+	rep := out.Report
+	lines := srv.WaitLogStable(t, 0)
+	var reused int64
+	for _, l := range lines {
+		if l.SessionReused {
+			reused++
+		}
+	}
+	h := rep.Handshakes
+	t.Logf("report: %d connections, handshakes %+v, errors %v, unsent %d; nginx: %d lines, %d reused", rep.ConnectionsOpened, h, rep.Errors, rep.Unsent, len(lines), reused)
+	if rep.ErrorTotal() != 0 || int64(len(lines)) != rep.ConnectionsOpened {
+		t.Errorf("errors %v; nginx logged %d requests for %d connections", rep.Errors, len(lines), rep.ConnectionsOpened)
+	}
+	if h.Resumed != reused || h.Full != int64(len(lines))-reused {
+		t.Errorf("report: %d resumed, %d full; nginx: %d reused of %d", h.Resumed, h.Full, reused, len(lines))
+	}
+	if share := float64(reused) / float64(len(lines)); math.Abs(share-0.7) > 0.02 {
+		t.Errorf("nginx resumed %.3f of the handshakes, want 0.70 ± 0.02", share)
+	}
+	if h.ResumeRatioOffered != 0.7 || math.Abs(h.ResumeRatioAchieved-float64(reused)/float64(len(lines))) > 1e-12 {
+		t.Errorf("ratios: offered %v, achieved %v", h.ResumeRatioOffered, h.ResumeRatioAchieved)
+	}
+}

@@ -387,7 +387,7 @@ var fieldFlags = map[string]string{
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
-	"requests_per_connection": "requests-per-connection", "cps": "cps",
+	"requests_per_connection": "requests-per-connection", "cps": "cps", "tls.resume_ratio": "resume-ratio",
 	"tls.ca_file": "cacert",
 }
 
@@ -459,7 +459,8 @@ func tlsOnly(cmd *cobra.Command, file string, p *plan.Plan, t plan.Target) error
 		{"cacert", "tls.ca_file", len(p.TLS.CAPEM) > 0},
 		{"cert", "tls.cert_file", len(p.TLS.CertPEM) > 0},
 		{"sni", "tls.sni", p.TLS.ServerName != ""},
-		{"tls-resume", "tls.resume", p.TLS.Resume},
+		{"tls-resume", "tls.resume", p.TLS.Resume && !cmd.Flags().Changed("resume-ratio")},
+		{"resume-ratio", "tls.resume_ratio", p.TLS.ResumeRatio > 0},
 		{"tls-min", "tls.min_version", p.TLS.MinVersion != ""},
 		{"tls-max", "tls.max_version", p.TLS.MaxVersion != ""},
 		{"ciphers", "tls.ciphers", len(p.TLS.Ciphers) > 0},

@@ -105,7 +105,11 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	if w.tlsConf == nil {
 		return raw, nil, ci, nil
 	}
-	tc := tls.Client(raw, w.tlsConf)
+	conf, oc := w.tlsConf, (*offerCache)(nil)
+	if w.resume != nil {
+		conf, oc = w.resume.next()
+	}
+	tc := tls.Client(raw, conf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		if ctx.Err() == context.DeadlineExceeded {
@@ -115,6 +119,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	}
 	ci.handshake = micros(time.Since(t1))
 	describeTLS(ci, tc.ConnectionState())
+	ci.offered = oc != nil && oc.offered
 	return tc, tc, ci, nil
 }
 

@@ -123,6 +123,7 @@ type worker struct {
 	idx      int
 	rec      *recorder
 	tlsConf  *tls.Config
+	resume   *resumeMix   // with Plan.TLS.Resume: the session cache and the offer mix
 	budget   atomic.Int64 // requests left in count mode
 	counting bool
 	ended    *atomic.Bool // the engine's: set by EndWindow
@@ -249,7 +250,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if base != nil {
 			w.tlsConf = base.Clone()
 			if p.TLS.Resume {
-				w.tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+				w.resume = newResumeMix(base, p.TLS.ResumeRatio)
 			}
 		}
 		e.workers = append(e.workers, w)

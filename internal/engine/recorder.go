@@ -101,6 +101,7 @@ type connInfo struct {
 	handshake int64 // µs; 0 without TLS
 	tls       bool
 	resumed   bool
+	offered   bool // a cached session was offered (resumed, or refused)
 	version   string
 	cipher    string
 	group     string
@@ -133,6 +134,9 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 		c.HandshakesResumed++
 	} else {
 		c.HandshakesFull++
+		if ci.offered {
+			c.HandshakesRefused++
+		}
 	}
 	if c.TLS == nil {
 		c.TLS = map[string]int64{}

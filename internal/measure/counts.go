@@ -54,6 +54,9 @@ type Counts struct {
 	Retries int64
 	// HandshakesFull and HandshakesResumed count TLS handshakes.
 	HandshakesFull, HandshakesResumed int64
+	// HandshakesRefused counts the full handshakes (among HandshakesFull)
+	// that offered a cached session the server did not resume.
+	HandshakesRefused int64
 	// Missed counts open-loop sends that started more than the engine's
 	// MissThreshold (5 ms) after their intended time (they were still
 	// sent).
@@ -99,6 +102,7 @@ func (c *Counts) Add(o *Counts) {
 	c.Backlogged += o.Backlogged
 	c.Unsent += o.Unsent
 	c.HandshakesFull += o.HandshakesFull
+	c.HandshakesRefused += o.HandshakesRefused
 	c.HandshakesResumed += o.HandshakesResumed
 	for k, v := range o.TLS {
 		if c.TLS == nil {

@@ -3,11 +3,17 @@ package plan
 import "fmt"
 
 // validateConnectionRate checks the connection-rate fields (ConnectionRate,
-// RequestsPerConnection) against the rest of the plan.
+// RequestsPerConnection) against the rest of the plan, and the resumption
+// mix (TLS.ResumeRatio).
 func (p *Plan) validateConnectionRate() []error {
 	var errs []error
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: value, Allowed: allowed})
+	}
+	if r := p.TLS.ResumeRatio; r < 0 || r > 1 || r != r {
+		bad("tls.resume_ratio", fmt.Sprint(r), "want a fraction from 0 to 1 of the handshakes that offer a cached session")
+	} else if r > 0 && !p.TLS.Resume {
+		bad("tls.resume_ratio", fmt.Sprint(r), "a resume ratio needs session resumption (tls.resume)")
 	}
 	if !p.ConnectionRate {
 		if p.RequestsPerConnection != 0 {

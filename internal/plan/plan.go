@@ -270,6 +270,13 @@ type TLS struct {
 	// 1.3 tickets, TLS 1.2 tickets). Off by default, so short connections
 	// measure full handshakes.
 	Resume bool
+	// ResumeRatio, with Resume, is the fraction of handshakes that offer
+	// a session from the worker's cache (coordctl's --resume-ratio), the
+	// others full: handshake n of a worker offers one when
+	// floor((n+1)·R) > floor(n·R), so any run of handshakes holds R of
+	// them to within one. 0 (the default) offers a session whenever the
+	// cache has one; 0 < R <= 1 otherwise.
+	ResumeRatio float64
 }
 
 // SetDefaults fills zero fields with their defaults.

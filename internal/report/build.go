@@ -63,7 +63,7 @@ func Build(r *Run) (*Report, error) {
 		ConnectionsOpened:     c.ConnectionsOpened,
 		Reconnects:            c.Reconnects,
 		Retries:               c.Retries,
-		Handshakes:            Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed},
+		Handshakes:            handshakes(c, r.ResumeRatio),
 		ConnectUs:             hs.Connect.Summarize(),
 		TLSHandshakeUs:        tlsAll.Summarize(),
 		TLSHandshakeFullUs:    hs.TLSFull.Summarize(),
@@ -272,3 +272,13 @@ func tlsCounts(m map[string]int64) TLSCounts {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// handshakes counts c's TLS handshakes by what happened, with the resumed
+// share and the plan's offered ratio.
+func handshakes(c *measure.Counts, offered float64) Handshakes {
+	h := Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed, Refused: c.HandshakesRefused, ResumeRatioOffered: offered}
+	if n := h.Full + h.Resumed; n > 0 {
+		h.ResumeRatioAchieved = float64(h.Resumed) / float64(n)
+	}
+	return h
+}

@@ -23,6 +23,9 @@ type Run struct {
 	// handshake only).
 	ConnectionRate        bool
 	RequestsPerConnection int
+	// ResumeRatio is the plan's fraction of handshakes offered a session
+	// (--resume-ratio; 0 without one).
+	ResumeRatio float64
 	// Connections is the plan's; PlanDuration its window (-d, 0 in count
 	// mode without one) and PlanRequests its count (-n, 0 in duration
 	// mode).
@@ -472,6 +475,13 @@ type MixEntry struct {
 type Handshakes struct {
 	Full    int64 `json:"full"`
 	Resumed int64 `json:"resumed"`
+	// Refused counts the full handshakes (among Full) that offered a
+	// cached session the server did not resume.
+	Refused int64 `json:"refused"`
+	// ResumeRatioOffered is the plan's --resume-ratio (omitted without
+	// one); ResumeRatioAchieved the resumed share of all handshakes.
+	ResumeRatioOffered  float64 `json:"resume_ratio_offered,omitempty"`
+	ResumeRatioAchieved float64 `json:"resume_ratio_achieved"`
 }
 
 // TLSCounts counts connections by negotiated TLS parameter.

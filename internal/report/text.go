@@ -169,7 +169,14 @@ func (r *Report) writeCluster(p *printer) {
 	}
 	p.f("Connections:  %s opened, %s", plural(r.ConnectionsOpened, "connection"), plural(r.Reconnects, "reconnect"))
 	if r.Handshakes.Full+r.Handshakes.Resumed > 0 {
-		p.f("; TLS handshakes: %d full, %d resumed", r.Handshakes.Full, r.Handshakes.Resumed)
+		h := r.Handshakes
+		p.f("; TLS handshakes: %d full, %d resumed", h.Full, h.Resumed)
+		if h.Refused > 0 {
+			p.f(", %d offered but refused", h.Refused)
+		}
+		if h.ResumeRatioOffered > 0 {
+			p.f(" (resumed %.1f %%, %.0f %% offered)", 100*h.ResumeRatioAchieved, 100*h.ResumeRatioOffered)
+		}
 	}
 	if r.Retries > 0 {
 		p.f("; %d retries", r.Retries)

@@ -40,7 +40,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
 			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
 			MinVersion: p.TLS.MinVersion, MaxVersion: p.TLS.MaxVersion,
-			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume,
+			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume, ResumeRatio: p.TLS.ResumeRatio,
 		},
 	}
 	var stages []*pb.Stage
@@ -101,17 +101,18 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		MaxConnections:        int(m.GetMaxConnections()),
 		OnAgentLoss:           lossFromProto(m.GetOnAgentLoss()),
 		TLS: plan.TLS{
-			Insecure:   m.GetTls().GetInsecure(),
-			CAPEM:      m.GetTls().GetCaPem(),
-			ServerName: m.GetTls().GetServerName(),
-			CertPEM:    m.GetTls().GetCertPem(),
-			KeyPEM:     m.GetTls().GetKeyPem(),
-			MinVersion: m.GetTls().GetMinVersion(),
-			MaxVersion: m.GetTls().GetMaxVersion(),
-			Ciphers:    m.GetTls().GetCiphers(),
-			Curves:     m.GetTls().GetCurves(),
-			ALPN:       m.GetTls().GetAlpn(),
-			Resume:     m.GetTls().GetResume(),
+			Insecure:    m.GetTls().GetInsecure(),
+			CAPEM:       m.GetTls().GetCaPem(),
+			ServerName:  m.GetTls().GetServerName(),
+			CertPEM:     m.GetTls().GetCertPem(),
+			KeyPEM:      m.GetTls().GetKeyPem(),
+			MinVersion:  m.GetTls().GetMinVersion(),
+			MaxVersion:  m.GetTls().GetMaxVersion(),
+			Ciphers:     m.GetTls().GetCiphers(),
+			Curves:      m.GetTls().GetCurves(),
+			ALPN:        m.GetTls().GetAlpn(),
+			Resume:      m.GetTls().GetResume(),
+			ResumeRatio: m.GetTls().GetResumeRatio(),
 		},
 	}
 	stages := m.GetClosedLoop().GetStages()
@@ -195,7 +196,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 	out := &pb.Counters{
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
-		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed,
+		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed, HandshakesRefused: c.HandshakesRefused,
 		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
 	for enc, n := range c.EncodingMap() {
@@ -249,7 +250,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 	c := measure.Counts{
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
-		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(),
+		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(), HandshakesRefused: m.GetHandshakesRefused(),
 		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
 	for _, f := range []struct {
@@ -258,12 +259,15 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 	}{
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries},
-		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed},
+		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed}, {"handshakes_refused", c.HandshakesRefused},
 		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
 			return measure.Counts{}, err
 		}
+	}
+	if c.HandshakesRefused > c.HandshakesFull {
+		return measure.Counts{}, fmt.Errorf("counters: handshakes_refused %d above handshakes_full %d: want a part of it", c.HandshakesRefused, c.HandshakesFull)
 	}
 	if c.Backlogged > c.Missed {
 		return measure.Counts{}, fmt.Errorf("counters: backlogged %d above missed %d: want a part of it", c.Backlogged, c.Missed)

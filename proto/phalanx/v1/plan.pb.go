@@ -736,7 +736,10 @@ type TLSOptions struct {
 	// alpn lists the protocols offered.
 	Alpn []string `protobuf:"bytes,10,rep,name=alpn,proto3" json:"alpn,omitempty"`
 	// resume turns on session resumption.
-	Resume        bool `protobuf:"varint,11,opt,name=resume,proto3" json:"resume,omitempty"`
+	Resume bool `protobuf:"varint,11,opt,name=resume,proto3" json:"resume,omitempty"`
+	// resume_ratio, with resume, is the fraction of handshakes offered a
+	// cached session (0: every one that has a session).
+	ResumeRatio   float64 `protobuf:"fixed64,12,opt,name=resume_ratio,json=resumeRatio,proto3" json:"resume_ratio,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -846,6 +849,13 @@ func (x *TLSOptions) GetResume() bool {
 		return x.Resume
 	}
 	return false
+}
+
+func (x *TLSOptions) GetResumeRatio() float64 {
+	if x != nil {
+		return x.ResumeRatio
+	}
+	return 0
 }
 
 // Share is one agent's part of a plan.
@@ -1019,7 +1029,7 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xb4\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xd7\x02\n" +
 	"\n" +
 	"TLSOptions\x12\x1a\n" +
 	"\binsecure\x18\x01 \x01(\bR\binsecure\x12\x15\n" +
@@ -1036,7 +1046,8 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x06curves\x18\t \x03(\tR\x06curves\x12\x12\n" +
 	"\x04alpn\x18\n" +
 	" \x03(\tR\x04alpn\x12\x16\n" +
-	"\x06resume\x18\v \x01(\bR\x06resume\"\x90\x02\n" +
+	"\x06resume\x18\v \x01(\bR\x06resume\x12!\n" +
+	"\fresume_ratio\x18\f \x01(\x01R\vresumeRatio\"\x90\x02\n" +
 	"\x05Share\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12\x14\n" +

@@ -85,9 +85,12 @@ type Counters struct {
 	// busy when the send was due (a server backlog at the connection cap),
 	// unsent included; missed - backlogged were late by the agent's own
 	// scheduling.
-	Backlogged    int64 `protobuf:"varint,18,opt,name=backlogged,proto3" json:"backlogged,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Backlogged int64 `protobuf:"varint,18,opt,name=backlogged,proto3" json:"backlogged,omitempty"`
+	// handshakes_refused counts the full handshakes among handshakes_full
+	// that offered a cached session the server did not resume.
+	HandshakesRefused int64 `protobuf:"varint,19,opt,name=handshakes_refused,json=handshakesRefused,proto3" json:"handshakes_refused,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -242,6 +245,13 @@ func (x *Counters) GetContentEncoding() map[string]int64 {
 func (x *Counters) GetBacklogged() int64 {
 	if x != nil {
 		return x.Backlogged
+	}
+	return 0
+}
+
+func (x *Counters) GetHandshakesRefused() int64 {
+	if x != nil {
+		return x.HandshakesRefused
 	}
 	return 0
 }
@@ -667,7 +677,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xcb\a\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfa\a\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -693,7 +703,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x10content_encoding\x18\x10 \x03(\v2).phalanx.v1.Counters.ContentEncodingEntryR\x0fcontentEncoding\x12\x1e\n" +
 	"\n" +
 	"backlogged\x18\x12 \x01(\x03R\n" +
-	"backlogged\x1a9\n" +
+	"backlogged\x12-\n" +
+	"\x12handshakes_refused\x18\x13 \x01(\x03R\x11handshakesRefused\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
