@@ -85,21 +85,7 @@ func TestServerBoundNotClientBound(t *testing.T) {
 // each one's threads wait for the CPU while the other runs, and the
 // report calls the run client-bound naming both by their run-queue delay.
 func TestClientBoundSharedCPU(t *testing.T) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip("no /proc: ", err)
-	}
-	allowed, err := cpuset.Parse(statusField(string(status), "Cpus_allowed_list"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(allowed) < 2 {
-		t.Skip("one CPU: the target would share the agents' CPU")
-	}
-	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/schedstat"); err != nil {
-		t.Skip("no schedstat: ", err)
-	}
-	pin := cpuset.Format(allowed[len(allowed)-1:])
+	pin := lastAllowedCPU(t)
 	srv, ca := targettest.Start(t)
 	caFile, _, _, err := ca.WriteFiles(t.TempDir())
 	if err != nil {
@@ -127,4 +113,26 @@ func TestClientBoundSharedCPU(t *testing.T) {
 	if !strings.Contains(reasons, "waited for a CPU") {
 		t.Errorf("reasons %q: want the run-queue delay named", reasons)
 	}
+}
+
+// lastAllowedCPU returns the last CPU this process may use, for agents
+// pinned together with --cpus; it skips without /proc, schedstat or a
+// second CPU (the target would share the agents' one).
+func lastAllowedCPU(t *testing.T) string {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc: ", err)
+	}
+	allowed, err := cpuset.Parse(statusField(string(status), "Cpus_allowed_list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skip("one CPU: the target would share the agents' CPU")
+	}
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/schedstat"); err != nil {
+		t.Skip("no schedstat: ", err)
+	}
+	return cpuset.Format(allowed[len(allowed)-1:])
 }

@@ -144,3 +144,26 @@ func TestSearchNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchSharedCPUInconclusive: a closed-loop search whose two agents
+// are pinned to one CPU calls its first step inconclusive (client-bound:
+// each waits for the CPU the other holds), never a pass, and names both.
+func TestSearchSharedCPUInconclusive(t *testing.T) {
+	pin := lastAllowedCPU(t)
+	srv, ca := targettest.Start(t)
+	caFile, _, _, err := ca.WriteFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startProcCoordinator(t)
+	startBoundAgents(t, c, []string{"shared-a", "shared-b"}, "--cpus", pin)
+	s, out, code := searchResult(t, c, "--slo", "p99<1s", "--connections-range", "32..4000", "-d", "2s", "--warmup", "1s",
+		"--max-steps", "4", "--cacert", caFile, srv.URL())
+	t.Logf("outcome %s: %s", s.Outcome, s.Message)
+	if s.Outcome != "inconclusive" || code != 6 || len(s.Steps) != 1 || s.Steps[0].Verdict != "inconclusive" {
+		t.Fatalf("outcome %q (exit %d), %d steps: want the first step inconclusive\n%s", s.Outcome, code, len(s.Steps), out)
+	}
+	if !slices.Equal(s.SaturatedAgents, []string{"shared-a", "shared-b"}) || !strings.Contains(s.Message, "too small") {
+		t.Errorf("saturated %v: want both agents named; %s", s.SaturatedAgents, s.Message)
+	}
+}

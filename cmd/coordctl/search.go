@@ -89,7 +89,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 			run := func(ctx context.Context, x float64, repeat int) (search.Outcome, error) {
 				p := base
 				if cfg.Closed {
-					p.Connections = int(x)
+					p.Connections, p.MaxConnections = int(x), int(x)
 				} else {
 					p.Rate = int64(math.Round(x))
 				}
