@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +160,37 @@ func TestNginxResumeRatioMatchesLog(t *testing.T) {
 	}
 	if h.ResumeRatioOffered != 0.7 || math.Abs(h.ResumeRatioAchieved-float64(reused)/float64(len(lines))) > 1e-12 {
 		t.Errorf("ratios: offered %v, achieved %v", h.ResumeRatioOffered, h.ResumeRatioAchieved)
+	}
+}
+
+// TestNginxCloseResetLeavesNoTimeWait: a connection-rate run closing by
+// FIN leaves the client's sockets to NGINX's port in TIME_WAIT (the
+// control); with --close rst (SO_LINGER 0) none is left, and the report
+// says how connections closed.
+func TestNginxCloseResetLeavesNoTimeWait(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Skip("ss (iproute2) not installed")
+	}
+	for _, rst := range []bool{false, true} {
+		srv := nginxtest.Start(t, nginxtest.Options{})
+		p := connRatePlan(srv, 100, 1, time.Second)
+		p.CloseReset = rst
+		rep := runCase(t, p, 1, 1).Report
+		// The client's side of a connection to NGINX has NGINX's port as
+		// its destination.
+		out, err := exec.Command("ss", "-Htan", "state", "time-wait", fmt.Sprintf("( dport = :%d )", srv.Port())).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tw := len(strings.Fields(string(out))) / 4 // Recv-Q Send-Q Local Peer
+		t.Logf("close rst %v: %d connections, %d in TIME_WAIT on the client side, report close %q", rst, rep.ConnectionsOpened, tw, rep.Close)
+		switch {
+		case rep.ConnectionsOpened < 50:
+			t.Errorf("close rst %v: %d connections opened, want 100", rst, rep.ConnectionsOpened)
+		case rst && (tw != 0 || rep.Close != "rst"):
+			t.Errorf("--close rst: %d client sockets in TIME_WAIT, report close %q: want none, rst", tw, rep.Close)
+		case !rst && (tw == 0 || rep.Close != "fin"):
+			t.Errorf("--close fin: %d client sockets in TIME_WAIT, report close %q: want some (the client closes first), fin", tw, rep.Close)
+		}
 	}
 }

@@ -16,6 +16,7 @@ type connRateFlags struct {
 	requestsPerConnection int
 	maxOpen               int
 	resumeRatio           float64
+	close                 string
 	sessionIDs            bool
 }
 
@@ -23,6 +24,7 @@ func (f *connRateFlags) register(fl *pflag.FlagSet) {
 	fl.Int64Var(&f.cps, "cps", 0, "connection rate: total new connections/s across the cluster, open loop (each opens at its intended time, sends --requests-per-connection requests and closes; the TLS handshake benchmark); not with -R")
 	fl.IntVar(&f.requestsPerConnection, "requests-per-connection", 1, "with --cps: requests each connection sends before it closes (0: the handshake only)")
 	fl.Float64Var(&f.resumeRatio, "resume-ratio", 0, "fraction (0-1) of TLS handshakes that offer a session from the worker's cache, the others full; implies --tls-resume; each handshake is counted full, resumed or offered but refused")
+	fl.StringVar(&f.close, "close", "fin", "how connections close: fin (the polite default) or rst (a TCP reset, SO_LINGER 0: no TIME_WAIT on the client, as tls-perf)")
 	fl.BoolVar(&f.sessionIDs, "tls12-session-ids", false, "resume TLS 1.2 by session ID instead of tickets: refused, Go's crypto/tls client resumes only with tickets")
 	fl.IntVar(&f.maxOpen, "max-open", 0, "with --cps: connections open at once across the cluster; starts beyond it wait and count as missed (default: the larger of -c and --cps)")
 }
@@ -34,6 +36,13 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 	name := func(n string) string { return flagName(cmd, n) }
 	if f.sessionIDs {
 		return fmt.Errorf("--tls12-session-ids: not supported: Go's crypto/tls client resumes TLS 1.2 only with session tickets (RFC 5077), never by session ID; --tls-resume uses tickets")
+	}
+	switch f.close {
+	case "fin":
+	case "rst":
+		p.CloseReset = true
+	default:
+		return fmt.Errorf("--close %q: want fin or rst", f.close)
 	}
 	if set("resume-ratio") {
 		p.TLS.Resume, p.TLS.ResumeRatio = true, f.resumeRatio

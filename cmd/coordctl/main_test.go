@@ -166,6 +166,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--cps", "100", "--no-keepalive", "https://127.0.0.1/"}, "already opens a connection per ticket"},
 		{[]string{"run", "--resume-ratio", "1.5", "https://127.0.0.1/"}, "--resume-ratio 1.5: want a fraction from 0 to 1"},
 		{[]string{"run", "--resume-ratio", "0.5", "http://127.0.0.1/"}, "--resume-ratio: TLS options do nothing with an http:// URL"},
+		{[]string{"run", "--close", "reset", "https://127.0.0.1/"}, `--close "reset": want fin or rst`},
 		{[]string{"run", "--tls12-session-ids", "https://127.0.0.1/"}, "--tls12-session-ids: not supported: Go's crypto/tls client resumes TLS 1.2 only with session tickets"},
 		{[]string{"run", "-R", "-5", "https://127.0.0.1/"}, "-R/--rate -5: want a rate above 0 requests/s, or 0 for closed loop"},
 		{[]string{"run", "--json", "/nonexistent/dir/x.json", "https://127.0.0.1/"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},

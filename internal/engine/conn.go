@@ -100,6 +100,9 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 		return nil, nil, nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
 	}
 	t1 := time.Now()
+	if tc, ok := raw.(*net.TCPConn); ok && e.plan.CloseReset {
+		_ = tc.SetLinger(0) // the close sends a reset: no TIME_WAIT here
+	}
 	raw = rawIO(raw)
 	ci := &connInfo{connect: micros(t1.Sub(t0)), reconnect: reconnect}
 	if w.tlsConf == nil {

@@ -105,6 +105,11 @@ type Plan struct {
 	// plan sends before it closes: 0 is the handshake only. Zero and
 	// unused otherwise; coordctl's default is 1.
 	RequestsPerConnection int
+	// CloseReset closes every connection with a TCP reset (SO_LINGER 0)
+	// instead of a FIN, as tls-perf does: the client keeps no TIME_WAIT
+	// socket, so its ephemeral ports are free again at once (coordctl's
+	// --close rst; default false, --close fin).
+	CloseReset bool
 	// Stages ramp the target linearly, as k6's: Rate in open loop,
 	// Connections in closed loop, each from the previous stage's target
 	// (the first from the plan's Rate or Connections). Their durations add

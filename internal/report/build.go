@@ -109,6 +109,10 @@ func Build(r *Run) (*Report, error) {
 	if window > 0 {
 		rep.TargetRPS /= window
 	}
+	rep.Close = "fin"
+	if r.CloseReset {
+		rep.Close = "rst"
+	}
 	if r.ConnectionRate {
 		cr := &ConnectionRate{TargetCPS: rep.TargetRPS, Connections: c.ConnectionsOpened, RequestsPerConnection: r.RequestsPerConnection}
 		if window > 0 {

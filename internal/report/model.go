@@ -23,6 +23,9 @@ type Run struct {
 	// handshake only).
 	ConnectionRate        bool
 	RequestsPerConnection int
+	// CloseReset is set when connections closed with a TCP reset
+	// (--close rst).
+	CloseReset bool
 	// ResumeRatio is the plan's fraction of handshakes offered a session
 	// (--resume-ratio; 0 without one).
 	ResumeRatio float64
@@ -232,6 +235,9 @@ type Report struct {
 	// TargetRPS is the open-loop target rate (0 in closed loop; with
 	// stages, the window's mean target).
 	TargetRPS float64 `json:"target_rps,omitempty"`
+	// Close is how the tool closed its connections: "fin" (the default)
+	// or "rst" (a TCP reset, --close rst).
+	Close string `json:"close"`
 	// ConnectionRate holds a connection-rate run's figures (--cps; then
 	// TargetRPS is 0, the schedule's target being connections); null
 	// otherwise.

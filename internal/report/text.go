@@ -84,6 +84,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
 	}
+	if r.Close == "rst" {
+		p.f("  connections closed by a TCP reset (--close rst)\n")
+	}
 	if r.Latency == nil {
 		p.f("  Latency: no samples (no request completed in the window)\n")
 	}

@@ -194,8 +194,11 @@ type Plan struct {
 	// requests_per_connection is each connection's requests with
 	// connection_rate (0: the handshake only).
 	RequestsPerConnection int32 `protobuf:"varint,27,opt,name=requests_per_connection,json=requestsPerConnection,proto3" json:"requests_per_connection,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// close_reset closes connections with a TCP reset (SO_LINGER 0), not a
+	// FIN (--close rst).
+	CloseReset    bool `protobuf:"varint,28,opt,name=close_reset,json=closeReset,proto3" json:"close_reset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
@@ -405,6 +408,13 @@ func (x *Plan) GetRequestsPerConnection() int32 {
 		return x.RequestsPerConnection
 	}
 	return 0
+}
+
+func (x *Plan) GetCloseReset() bool {
+	if x != nil {
+		return x.CloseReset
+	}
+	return false
 }
 
 type isPlan_Load interface {
@@ -981,7 +991,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x8a\b\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xab\b\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -1010,7 +1020,9 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\topen_loop\x18\x18 \x01(\v2\x14.phalanx.v1.OpenLoopH\x00R\bopenLoop\x12?\n" +
 	"\ron_agent_loss\x18\x19 \x01(\x0e2\x1b.phalanx.v1.AgentLossPolicyR\vonAgentLoss\x12'\n" +
 	"\x0fconnection_rate\x18\x1a \x01(\bR\x0econnectionRate\x126\n" +
-	"\x17requests_per_connection\x18\x1b \x01(\x05R\x15requestsPerConnectionB\x06\n" +
+	"\x17requests_per_connection\x18\x1b \x01(\x05R\x15requestsPerConnection\x12\x1f\n" +
+	"\vclose_reset\x18\x1c \x01(\bR\n" +
+	"closeResetB\x06\n" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +
