@@ -49,6 +49,7 @@ type runFlags struct {
 	maxConnections int
 	interval       wrkDuration
 	connRate       connRateFlags
+	maxRedirects   int
 
 	tlsResume bool
 	tlsMin    string
@@ -211,6 +212,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
 	f.connRate.register(fl)
+	fl.IntVar(&f.maxRedirects, "max-redirects", 0, "redirect hops each request follows, same origin only (0: a 3xx is the response, as wrk); a loop or more hops is the redirect error")
 	fl.Var(&f.interval, "interval", "reporting interval (timeline resolution), e.g. 1s, 100ms")
 	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
@@ -300,6 +302,7 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 		}
 		p.OnAgentLoss = l
 	}
+	override("max-redirects", func() { p.MaxRedirects = f.maxRedirects })
 	if err := f.connRate.apply(cmd, &p); err != nil {
 		return p, &usageError{err}
 	}

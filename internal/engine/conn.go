@@ -68,6 +68,7 @@ const (
 
 func newConn(e *Engine, w *worker, i, j int) *conn {
 	c := &conn{e: e, w: w, j: j, pos: i % len(e.sched), alarm: newAlarm()}
+	c.resp.WantLocation = e.plan.MaxRedirects > 0 // redirect.go
 	c.peekFn = func(fd uintptr) bool {
 		c.peeked = peekFd(fd)
 		return true
@@ -227,7 +228,11 @@ type outcome struct {
 	ttfb       time.Duration
 	conn       *connInfo // the connection this request opened, if any
 	retried    bool      // sent twice: the server did not process the first
-	entry      int       // the request's index in the mix
+	// hops counts the redirect hops followed (plan.MaxRedirects), each a
+	// request sent; hopConns the connections they opened beyond conn.
+	hops     int64
+	hopConns []*connInfo
+	entry    int // the request's index in the mix
 	// follow: a connection-rate connection's request after its first,
 	// sent at once (not paced: no lateness, never missed).
 	follow bool
@@ -401,14 +406,12 @@ func (e *Engine) grow(w *worker) {
 // closed, what it did besides its outcome: the connection it opened and
 // its retry, which are real even though the request is not counted.
 func (r *recorder) recordSide(k int, o *outcome) {
-	if o.conn == nil && !o.retried {
+	if o.conn == nil && !o.retried && o.hops == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if o.conn != nil {
-		r.recordConn(k, o.conn)
-	}
+	r.recordTraffic(k, o)
 	if o.retried {
 		r.counts(k).Retries++
 	}
@@ -418,9 +421,7 @@ func (r *recorder) recordSide(k int, o *outcome) {
 func (r *recorder) record(k int, o *outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if o.conn != nil {
-		r.recordConn(k, o.conn)
-	}
+	r.recordTraffic(k, o)
 	cnt := r.counts(k)
 	if o.retried {
 		cnt.Retries++
@@ -499,6 +500,9 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		nc = nil
 	}
 	var tw time.Time
+	cur := en // the exchange's current hop
+	req, head := en.h1, en.head
+hops:
 	for {
 		fresh := nc == nil
 		if fresh {
@@ -510,13 +514,13 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 				o.end, o.failed, o.kind = time.Now(), true, derr.kind
 				return o
 			}
-			o.conn = ci
+			o.addConn(ci)
 			c.mu.Lock()
 			nc = c.nc
 			c.mu.Unlock()
 		}
 		_ = nc.SetDeadline(t0.Add(e.plan.Timeout))
-		if _, err := nc.Write(en.h1); err != nil {
+		if _, err := nc.Write(req); err != nil {
 			kind := classify(err, false)
 			if c.resend(&o, fresh || !idle, kind) {
 				nc = nil
@@ -526,7 +530,7 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		}
 		tw = time.Now()
 		started := false
-		if err := http1.ReadResponse(c.br, en.head, &c.resp, &started); err != nil {
+		if err := http1.ReadResponse(c.br, head, &c.resp, &started); err != nil {
 			kind := classify(err, started)
 			if !started && c.resend(&o, fresh || !idle, kind) {
 				nc = nil
@@ -534,7 +538,27 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 			}
 			return c.fail(o, kind)
 		}
-		break
+		if e.plan.MaxRedirects == 0 || !isRedirect(c.resp.Status) || len(c.resp.Location) == 0 {
+			break
+		}
+		// A redirect to follow (redirect.go): its bytes are the exchange's,
+		// its next hop is one more request on this slot.
+		o.size.add(&c.resp)
+		next, ok := cur.hop(e, c.resp.Status, c.resp.Location, o.hops)
+		if !ok {
+			o.end = time.Now()
+			return c.failKeep(o, measure.ErrRedirect)
+		}
+		o.hops++
+		cur, req, head = next, next.h1, next.head
+		if c.resp.Close {
+			c.drop()
+			nc = nil
+		}
+		if e.isStopped() {
+			return c.fail(o, measure.ErrClosed)
+		}
+		continue hops
 	}
 	o.end = time.Now()
 	if o.end.Sub(t0) > e.plan.Timeout {
@@ -546,7 +570,12 @@ func (c *conn) do(t0 time.Time, en *entry) outcome {
 		return c.fail(o, measure.ErrProtocol)
 	}
 	o.status = c.resp.Status
-	o.size = sizes{wire: c.resp.WireBytes, header: c.resp.HeaderBytes, body: c.resp.BodyBytes, fields: c.resp.HeaderBytes, enc: c.resp.Encoding}
+	if o.hops == 0 {
+		o.size = sizes{wire: c.resp.WireBytes, header: c.resp.HeaderBytes, body: c.resp.BodyBytes, fields: c.resp.HeaderBytes, enc: c.resp.Encoding}
+	} else {
+		o.size.add(&c.resp)
+		o.size.enc = c.resp.Encoding
+	}
 	o.ttfb = c.resp.First.Sub(tw)
 	c.idleSince = o.end
 	if c.resp.Close || e.plan.NoKeepAlive {

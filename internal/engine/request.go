@@ -21,6 +21,7 @@ type entry struct {
 	h2      []hpack.HeaderField // the HTTP/2 header fields (h2hpack.go)
 	idx     int                 // the entry's index in the mix
 	head    bool
+	target  plan.Target // its URL, the base of a redirect's Location
 }
 
 // buildEntries serializes the plan's requests and returns the weighted
@@ -41,7 +42,7 @@ func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error)
 	var entries []entry
 	for i, r := range reqs {
 		t := targets[i]
-		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD", idx: i}
+		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD", idx: i, target: t}
 		en.h1 = buildRequest(p, t, r)
 		if p.Protocol == plan.H2 {
 			en.h2 = buildH2Fields(t, r)

@@ -34,6 +34,15 @@ type Response struct {
 	// byte, within a read).
 	First time.Time
 
+	// WantLocation asks ReadResponse to keep the final response's Location
+	// header in Location (the engine's --max-redirects); without it the
+	// header is not looked at. The caller sets it; ReadResponse keeps it.
+	WantLocation bool
+	// Location is the final response's Location field value, trimmed
+	// (empty without one, or without WantLocation). Its memory is reused
+	// by the next ReadResponse: copy what must outlive it.
+	Location []byte
+
 	// long holds a line longer than the reader's buffer while it is
 	// parsed; kept across calls (ReadResponse leaves it), so a connection
 	// whose responses carry long headers allocates it once.
@@ -71,7 +80,11 @@ const (
 // started is set once the first response byte has been read, so that the
 // caller can tell "closed before response" from "truncated".
 func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) error {
-	*res = Response{long: res.long}
+	*res = Response{long: res.long, WantLocation: res.WantLocation, Location: res.Location[:0]}
+	var loc *[]byte
+	if res.WantLocation {
+		loc = &res.Location
+	}
 	for {
 		section := res.WireBytes
 		line, err := readLine(r, &res.WireBytes, &res.long)
@@ -88,7 +101,10 @@ func ReadResponse(r *bufio.Reader, head bool, res *Response, started *bool) erro
 		if !ok {
 			return &ProtocolError{"bad status line"}
 		}
-		h, err := readHeaders(r, &res.WireBytes, &res.long, section)
+		if loc != nil {
+			res.Location = res.Location[:0] // an interim response's is not the final one's
+		}
+		h, err := readHeaders(r, &res.WireBytes, &res.long, section, loc)
 		res.HeaderBytes += res.WireBytes - section
 		if err != nil {
 			return err
@@ -236,8 +252,9 @@ type headerInfo struct {
 
 // readHeaders reads header fields up to the empty line. The section began
 // at wire offset section (its status line's), and may not pass
-// MaxHeaderBytes.
-func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64) (headerInfo, error) {
+// MaxHeaderBytes. With loc non-nil, a Location field's value is copied
+// into *loc.
+func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64, loc *[]byte) (headerInfo, error) {
 	h := headerInfo{contentLength: -1}
 	for {
 		line, err := readLine(r, n, long)
@@ -283,6 +300,8 @@ func readHeaders(r *bufio.Reader, n *int64, long *[]byte, section int64) (header
 			if containsToken(value, "keep-alive") {
 				h.keepAlive = true
 			}
+		case loc != nil && asciiEqualFold(name, "location"):
+			*loc = append((*loc)[:0], value...)
 		}
 	}
 }

@@ -185,3 +185,24 @@ func TestHeaderBodySplit(t *testing.T) {
 		}
 	}
 }
+
+// TestLocation: with WantLocation, the final response's Location is kept
+// (an interim response's is not); without it, none is.
+func TestLocation(t *testing.T) {
+	in := "HTTP/1.1 103 Early Hints\r\nLocation: /early\r\n\r\n" +
+		"HTTP/1.1 302 Found\r\nlocation:  /next?a=1 \r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	br := bufio.NewReader(strings.NewReader(in + in))
+	var res Response
+	var started bool
+	res.WantLocation = true
+	for _, want := range []string{"/next?a=1", ""} {
+		if err := ReadResponse(br, false, &res, &started); err != nil || string(res.Location) != want {
+			t.Fatalf("ReadResponse: status %d, Location %q, %v; want %q", res.Status, res.Location, err, want)
+		}
+	}
+	res.WantLocation = false
+	if err := ReadResponse(br, false, &res, &started); err != nil || res.Status != 302 || len(res.Location) != 0 {
+		t.Fatalf("without WantLocation: status %d, Location %q, %v; want 302 and none", res.Status, res.Location, err)
+	}
+}

@@ -52,6 +52,12 @@ type Counts struct {
 	// HTTP/1.1 requests on a reused connection that met the server's close
 	// or reset before any response byte).
 	Retries int64
+	// Redirects counts the redirect hops followed (the plan's
+	// MaxRedirects): each is one more request the server received beyond
+	// the exchange's first, so the server's access log holds Requests +
+	// Redirects + the failed exchanges it answered. An exchange is counted
+	// once, in Requests (its final response) or Errors, whatever its hops.
+	Redirects int64
 	// HandshakesFull and HandshakesResumed count TLS handshakes.
 	HandshakesFull, HandshakesResumed int64
 	// HandshakesRefused counts the full handshakes (among HandshakesFull)
@@ -98,6 +104,7 @@ func (c *Counts) Add(o *Counts) {
 	c.ConnectionsOpened += o.ConnectionsOpened
 	c.Reconnects += o.Reconnects
 	c.Retries += o.Retries
+	c.Redirects += o.Redirects
 	c.Missed += o.Missed
 	c.Backlogged += o.Backlogged
 	c.Unsent += o.Unsent

@@ -29,11 +29,17 @@ const (
 	// GOAWAY's last stream ID; RFC 9113 section 8.7): the first refusal is
 	// resent once, as a retry, and only the second is an error.
 	ErrRefused
+	// ErrRedirect: with the plan's MaxRedirects above 0, a redirect that
+	// was not followed: one more 3xx with a Location after MaxRedirects
+	// hops (a loop, or too many hops), or a Location the engine does not
+	// follow (another origin, not a URL). Every hop sent before it is in
+	// Counts.Redirects.
+	ErrRedirect
 	// NumErrorKinds is the number of kinds (not a kind).
 	NumErrorKinds
 )
 
-var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local", "refused"}
+var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local", "refused", "redirect"}
 
 // String returns the kind's report name (lowercase, e.g. "reset"), the
 // key of the proto's Counters.errors map; "unknown" outside the kinds.

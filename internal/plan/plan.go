@@ -110,6 +110,15 @@ type Plan struct {
 	// socket, so its ephemeral ports are free again at once (coordctl's
 	// --close rst; default false, --close fin).
 	CloseReset bool
+	// MaxRedirects is how many redirect hops a request follows (coordctl's
+	// --max-redirects; at most MaxRedirectHops): a response of status 301,
+	// 302, 303, 307 or 308 with a Location on the same origin (scheme, host
+	// and port of the request's URL) is followed on the same connection
+	// slot, 303 (and 301/302 of a POST) as GET without a body, as browsers
+	// and curl -L do; the exchange is timed once, from the first request's
+	// start to the final response's last byte. 0, the default, takes a 3xx
+	// as the response, as wrk does.
+	MaxRedirects int
 	// Stages ramp the target linearly, as k6's: Rate in open loop,
 	// Connections in closed loop, each from the previous stage's target
 	// (the first from the plan's Rate or Connections). Their durations add
@@ -632,6 +641,7 @@ func (p *Plan) validateLoad() []error {
 		bad("max_connections", fmt.Sprint(p.MaxConnections), "only open-loop runs (rate) open connections beyond -c")
 	}
 	errs = append(errs, p.validateConnectionRate()...)
+	errs = append(errs, p.validateRedirects()...)
 	if len(p.Stages) == 0 {
 		return errs
 	}

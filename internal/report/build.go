@@ -63,6 +63,7 @@ func Build(r *Run) (*Report, error) {
 		ConnectionsOpened:     c.ConnectionsOpened,
 		Reconnects:            c.Reconnects,
 		Retries:               c.Retries,
+		Redirects:             c.Redirects,
 		Handshakes:            handshakes(c, r.ResumeRatio),
 		ConnectUs:             hs.Connect.Summarize(),
 		TLSHandshakeUs:        tlsAll.Summarize(),

@@ -329,6 +329,10 @@ type Report struct {
 	// Retries counts requests resent because the server never processed
 	// them (HTTP/2 GOAWAY).
 	Retries int64 `json:"retries"`
+	// Redirects counts the redirect hops followed (--max-redirects): the
+	// requests the server received beyond each exchange's first, so that
+	// Requests + error total + Redirects adds up with its access log.
+	Redirects int64 `json:"redirects"`
 	// Handshakes counts TLS handshakes, full and resumed.
 	Handshakes Handshakes `json:"handshakes"`
 	// ConnectUs summarizes TCP connect times of new connections.

@@ -184,6 +184,9 @@ func (r *Report) writeCluster(p *printer) {
 	if r.Retries > 0 {
 		p.f("; %d retries", r.Retries)
 	}
+	if r.Redirects > 0 {
+		p.f("; %d redirects followed", r.Redirects)
+	}
 	p.f("\n")
 	if len(r.TLS.Version) > 0 {
 		p.f("TLS:          %s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))

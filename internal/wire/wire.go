@@ -30,6 +30,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 		ConnectionRate:        p.ConnectionRate,
 		RequestsPerConnection: int32(p.RequestsPerConnection),
 		CloseReset:            p.CloseReset,
+		MaxRedirects:          int32(p.MaxRedirects),
 		Protocol:              protocolToProto(p.Protocol),
 		MaxStreams:            int32(p.MaxStreams),
 		ConnectTo:             p.ConnectTo,
@@ -95,6 +96,7 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		ConnectionRate:        m.GetConnectionRate(),
 		RequestsPerConnection: int(m.GetRequestsPerConnection()),
 		CloseReset:            m.GetCloseReset(),
+		MaxRedirects:          int(m.GetMaxRedirects()),
 		Protocol:              protocolFromProto(m.GetProtocol()),
 		MaxStreams:            int(m.GetMaxStreams()),
 		ConnectTo:             m.GetConnectTo(),
@@ -197,7 +199,7 @@ func ShareFromProto(m *pb.Share) plan.Share {
 func CountsToProto(c *measure.Counts) *pb.Counters {
 	out := &pb.Counters{
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
-		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries,
+		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries, Redirects: c.Redirects,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed, HandshakesRefused: c.HandshakesRefused,
 		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
@@ -251,7 +253,7 @@ const (
 func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 	c := measure.Counts{
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
-		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(),
+		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(), Redirects: m.GetRedirects(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(), HandshakesRefused: m.GetHandshakesRefused(),
 		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
@@ -260,7 +262,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		v    int64
 	}{
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
-		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries},
+		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries}, {"redirects", c.Redirects},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed}, {"handshakes_refused", c.HandshakesRefused},
 		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {

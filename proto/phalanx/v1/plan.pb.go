@@ -196,7 +196,10 @@ type Plan struct {
 	RequestsPerConnection int32 `protobuf:"varint,27,opt,name=requests_per_connection,json=requestsPerConnection,proto3" json:"requests_per_connection,omitempty"`
 	// close_reset closes connections with a TCP reset (SO_LINGER 0), not a
 	// FIN (--close rst).
-	CloseReset    bool `protobuf:"varint,28,opt,name=close_reset,json=closeReset,proto3" json:"close_reset,omitempty"`
+	CloseReset bool `protobuf:"varint,28,opt,name=close_reset,json=closeReset,proto3" json:"close_reset,omitempty"`
+	// max_redirects is the redirect hops each request follows (--max-redirects,
+	// same origin only); 0, the default, takes a 3xx as the response, as wrk.
+	MaxRedirects  int32 `protobuf:"varint,40,opt,name=max_redirects,json=maxRedirects,proto3" json:"max_redirects,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +418,13 @@ func (x *Plan) GetCloseReset() bool {
 		return x.CloseReset
 	}
 	return false
+}
+
+func (x *Plan) GetMaxRedirects() int32 {
+	if x != nil {
+		return x.MaxRedirects
+	}
+	return 0
 }
 
 type isPlan_Load interface {
@@ -991,7 +1001,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xab\b\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xd0\b\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -1022,7 +1032,8 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x0fconnection_rate\x18\x1a \x01(\bR\x0econnectionRate\x126\n" +
 	"\x17requests_per_connection\x18\x1b \x01(\x05R\x15requestsPerConnection\x12\x1f\n" +
 	"\vclose_reset\x18\x1c \x01(\bR\n" +
-	"closeResetB\x06\n" +
+	"closeReset\x12#\n" +
+	"\rmax_redirects\x18( \x01(\x05R\fmaxRedirectsB\x06\n" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +

@@ -39,7 +39,7 @@ type Counters struct {
 	// status maps an HTTP status code to its count of completed responses.
 	Status map[int32]int64 `protobuf:"bytes,4,rep,name=status,proto3" json:"status,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// errors maps an error kind (connect, tls, timeout, reset, closed,
-	// truncated, protocol, local, refused) to its count of failed requests.
+	// truncated, protocol, local, refused, redirect) to its count of failed requests.
 	Errors map[string]int64 `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// connections_opened counts TCP connections opened (TLS handshaken).
 	ConnectionsOpened int64 `protobuf:"varint,6,opt,name=connections_opened,json=connectionsOpened,proto3" json:"connections_opened,omitempty"`
@@ -89,8 +89,11 @@ type Counters struct {
 	// handshakes_refused counts the full handshakes among handshakes_full
 	// that offered a cached session the server did not resume.
 	HandshakesRefused int64 `protobuf:"varint,19,opt,name=handshakes_refused,json=handshakesRefused,proto3" json:"handshakes_refused,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// redirects counts the redirect hops followed (plan max_redirects):
+	// requests the server received beyond each exchange's first.
+	Redirects     int64 `protobuf:"varint,40,opt,name=redirects,proto3" json:"redirects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -252,6 +255,13 @@ func (x *Counters) GetBacklogged() int64 {
 func (x *Counters) GetHandshakesRefused() int64 {
 	if x != nil {
 		return x.HandshakesRefused
+	}
+	return 0
+}
+
+func (x *Counters) GetRedirects() int64 {
+	if x != nil {
+		return x.Redirects
 	}
 	return 0
 }
@@ -677,7 +687,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfa\a\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x98\b\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -704,7 +714,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"backlogged\x18\x12 \x01(\x03R\n" +
 	"backlogged\x12-\n" +
-	"\x12handshakes_refused\x18\x13 \x01(\x03R\x11handshakesRefused\x1a9\n" +
+	"\x12handshakes_refused\x18\x13 \x01(\x03R\x11handshakesRefused\x12\x1c\n" +
+	"\tredirects\x18( \x01(\x03R\tredirects\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
