@@ -194,3 +194,26 @@ func TestNginxCloseResetLeavesNoTimeWait(t *testing.T) {
 		}
 	}
 }
+
+// TestNginxSourceIPsSpread: --source-ips 127.0.0.2,127.0.0.3 binds the
+// connections to both, alternately: NGINX's $remote_addr holds only them,
+// in halves.
+func TestNginxSourceIPsSpread(t *testing.T) {
+	srv := nginxtest.Start(t, nginxtest.Options{})
+	p := connRatePlan(srv, 100, 1, time.Second)
+	p.SourceIPs = []string{"127.0.0.2", "127.0.0.3"}
+	rep := runCase(t, p, 1, 1).Report
+	lines := srv.WaitLogStable(t, 0)
+	from := map[string]int{}
+	for _, l := range lines {
+		from[l.RemoteAddr]++
+	}
+	t.Logf("report: %d connections, errors %v; nginx: %d lines from %v", rep.ConnectionsOpened, rep.Errors, len(lines), from)
+	if rep.ErrorTotal() != 0 || len(lines) == 0 || int64(len(lines)) != rep.ConnectionsOpened {
+		t.Fatalf("errors %v, nginx logged %d for %d connections", rep.Errors, len(lines), rep.ConnectionsOpened)
+	}
+	a, b := from["127.0.0.2"], from["127.0.0.3"]
+	if a+b != len(lines) || a-b > 1 || b-a > 1 {
+		t.Errorf("nginx saw connections from %v: want only 127.0.0.2 and 127.0.0.3, alternately", from)
+	}
+}

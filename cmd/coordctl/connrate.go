@@ -17,6 +17,7 @@ type connRateFlags struct {
 	maxOpen               int
 	resumeRatio           float64
 	close                 string
+	sourceIPs             []string
 	sessionIDs            bool
 }
 
@@ -25,6 +26,7 @@ func (f *connRateFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.requestsPerConnection, "requests-per-connection", 1, "with --cps: requests each connection sends before it closes (0: the handshake only)")
 	fl.Float64Var(&f.resumeRatio, "resume-ratio", 0, "fraction (0-1) of TLS handshakes that offer a session from the worker's cache, the others full; implies --tls-resume; each handshake is counted full, resumed or offered but refused")
 	fl.StringVar(&f.close, "close", "fin", "how connections close: fin (the polite default) or rst (a TCP reset, SO_LINGER 0: no TIME_WAIT on the client, as tls-perf)")
+	fl.StringSliceVar(&f.sourceIPs, "source-ips", nil, "local addresses each agent binds its connections to, round-robin, comma-separated (more ephemeral ports than one address holds); each must be an address of every agent's host")
 	fl.BoolVar(&f.sessionIDs, "tls12-session-ids", false, "resume TLS 1.2 by session ID instead of tickets: refused, Go's crypto/tls client resumes only with tickets")
 	fl.IntVar(&f.maxOpen, "max-open", 0, "with --cps: connections open at once across the cluster; starts beyond it wait and count as missed (default: the larger of -c and --cps)")
 }
@@ -43,6 +45,9 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 		p.CloseReset = true
 	default:
 		return fmt.Errorf("--close %q: want fin or rst", f.close)
+	}
+	if set("source-ips") {
+		p.SourceIPs = f.sourceIPs
 	}
 	if set("resume-ratio") {
 		p.TLS.Resume, p.TLS.ResumeRatio = true, f.resumeRatio

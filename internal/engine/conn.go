@@ -92,6 +92,9 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout)
 	defer cancel()
 	var d net.Dialer
+	if n := len(w.sources); n > 0 {
+		d.LocalAddr = w.sources[(w.source.Add(1)-1)%int64(n)]
+	}
 	t0 := time.Now()
 	raw, err := d.DialContext(ctx, "tcp", e.addr)
 	if err != nil {

@@ -123,6 +123,8 @@ type worker struct {
 	idx      int
 	rec      *recorder
 	tlsConf  *tls.Config
+	sources  []net.Addr   // Plan.SourceIPs, bound round-robin (none: the kernel's choice)
+	source   atomic.Int64 // the next source's index
 	resume   *resumeMix   // with Plan.TLS.Resume: the session cache and the offer mix
 	budget   atomic.Int64 // requests left in count mode
 	counting bool
@@ -199,6 +201,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.addr, err = resolve(ctx, p, t, cfg.Allow, cfg.LookupHost); err != nil {
 		return nil, err
 	}
+	sources, err := sourceAddrs(p.SourceIPs, e.addr)
+	if err != nil {
+		return nil, err
+	}
 	var base *tls.Config
 	if t.TLS {
 		if base, err = tlsConfig(p, t); err != nil {
@@ -247,6 +253,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if open {
 			w.clock = newSendClock(cfg.Pacing, e.stopped, e.endCh, &e.alarmFds)
 		}
+		w.sources = sources
 		if base != nil {
 			w.tlsConf = base.Clone()
 			if p.TLS.Resume {

@@ -1,6 +1,9 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+	"net"
+)
 
 // validateConnectionRate checks the connection-rate fields (ConnectionRate,
 // RequestsPerConnection) against the rest of the plan, and the resumption
@@ -14,6 +17,11 @@ func (p *Plan) validateConnectionRate() []error {
 		bad("tls.resume_ratio", fmt.Sprint(r), "want a fraction from 0 to 1 of the handshakes that offer a cached session")
 	} else if r > 0 && !p.TLS.Resume {
 		bad("tls.resume_ratio", fmt.Sprint(r), "a resume ratio needs session resumption (tls.resume)")
+	}
+	for _, s := range p.SourceIPs {
+		if net.ParseIP(s) == nil {
+			bad("source_ips", s, "want an IP address of the agent's host (an IP literal, not a name)")
+		}
 	}
 	if !p.ConnectionRate {
 		if p.RequestsPerConnection != 0 {

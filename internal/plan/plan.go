@@ -119,6 +119,12 @@ type Plan struct {
 	// start to the final response's last byte. 0, the default, takes a 3xx
 	// as the response, as wrk does.
 	MaxRedirects int
+	// SourceIPs, when not empty, are local addresses that each agent binds
+	// its outgoing connections to, round-robin per worker (coordctl's
+	// --source-ips), so that one agent holds more than one address's
+	// ephemeral ports. Each must be an IP literal of the target's family;
+	// the engine refuses one that is not an address of the agent's host.
+	SourceIPs []string
 	// Stages ramp the target linearly, as k6's: Rate in open loop,
 	// Connections in closed loop, each from the previous stage's target
 	// (the first from the plan's Rate or Connections). Their durations add

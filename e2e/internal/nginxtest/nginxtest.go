@@ -49,10 +49,10 @@ const (
 )
 
 // LogFormat is the nginx log_format string of the fixture's access log
-// (format name "phalanx"): nine space-separated fields, parsed by
+// (format name "phalanx"): ten space-separated fields, parsed by
 // ParseLogLine into a LogLine. nginx writes "-" for empty values.
 const LogFormat = "$connection $connection_requests $ssl_session_reused $server_protocol " +
-	"$ssl_protocol $status $request_method $request_uri $body_bytes_sent"
+	"$ssl_protocol $status $request_method $remote_addr $request_uri $body_bytes_sent"
 
 // fallbackBinaries are tried, in order, when nginx is not on PATH (on
 // Debian it lives in /usr/sbin, which an unprivileged PATH may lack).
@@ -101,6 +101,8 @@ type LogLine struct {
 	Status int
 	// Method is the request method, e.g. "GET".
 	Method string
+	// RemoteAddr is the client's address ($remote_addr).
+	RemoteAddr string
 	// URI is the original request URI including the query string.
 	URI string
 	// BodyBytes is the number of response body bytes sent.
@@ -696,19 +698,19 @@ func (s *Server) WaitLogStable(t testing.TB, quiet time.Duration) []LogLine {
 func ParseLogLine(line string) (LogLine, error) {
 	l := LogLine{Raw: line}
 	line = strings.TrimRight(line, "\r\n")
-	// Seven leading fields, then the URI, then the body size as the last field.
-	head := make([]string, 7)
+	// Eight leading fields, then the URI, then the body size as the last field.
+	head := make([]string, 8)
 	rest := line
 	for i := range head {
 		var ok bool
 		head[i], rest, ok = strings.Cut(rest, " ")
 		if !ok || head[i] == "" {
-			return LogLine{}, fmt.Errorf("parse %q: want 9 space-separated fields", line)
+			return LogLine{}, fmt.Errorf("parse %q: want 10 space-separated fields", line)
 		}
 	}
 	cut := strings.LastIndexByte(rest, ' ')
 	if cut < 1 {
-		return LogLine{}, fmt.Errorf("parse %q: want 9 space-separated fields", line)
+		return LogLine{}, fmt.Errorf("parse %q: want 10 space-separated fields", line)
 	}
 	uri, bodyBytes := rest[:cut], rest[cut+1:]
 
@@ -736,6 +738,7 @@ func ParseLogLine(line string) (LogLine, error) {
 	l.TLSProtocol = head[4]
 	l.Status = int(num("status", head[5]))
 	l.Method = head[6]
+	l.RemoteAddr = head[7]
 	l.URI = uri
 	l.BodyBytes = num("body_bytes_sent", bodyBytes)
 	if err != nil {

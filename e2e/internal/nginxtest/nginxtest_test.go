@@ -185,17 +185,17 @@ func TestWorkersCustomBodyAndStop(t *testing.T) {
 }
 
 func TestParseLogLine(t *testing.T) {
-	l, err := ParseLogLine("7 3 r HTTP/1.1 TLSv1.3 200 GET /a b?c=d 600")
+	l, err := ParseLogLine("7 3 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.2 /a b?c=d 600")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := LogLine{Connection: 7, ConnectionRequests: 3, SessionReused: true, Protocol: "HTTP/1.1", TLSProtocol: "TLSv1.3",
-		Status: 200, Method: "GET", URI: "/a b?c=d", BodyBytes: 600, Raw: "7 3 r HTTP/1.1 TLSv1.3 200 GET /a b?c=d 600"}
+		Status: 200, Method: "GET", RemoteAddr: "127.0.0.2", URI: "/a b?c=d", BodyBytes: 600, Raw: "7 3 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.2 /a b?c=d 600"}
 	if l != want {
 		t.Errorf("got %+v\nwant %+v", l, want)
 	}
 
-	l, err = ParseLogLine("9 1 . HTTP/1.1 TLSv1.2 400 - - 0")
+	l, err = ParseLogLine("9 1 . HTTP/1.1 TLSv1.2 400 - 127.0.0.1 - 0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +205,13 @@ func TestParseLogLine(t *testing.T) {
 
 	for _, bad := range []string{
 		"",
-		"1 2 r HTTP/1.1 TLSv1.3 200 GET",
-		"1 2 r HTTP/1.1 TLSv1.3 200 GET /",
-		"x 2 r HTTP/1.1 TLSv1.3 200 GET / 600",
-		"1 2 r HTTP/1.1 TLSv1.3 ok GET / 600",
-		"1 2 r HTTP/1.1 TLSv1.3 200 GET / many",
-		"1 2 maybe HTTP/1.1 TLSv1.3 200 GET / 600",
-		"1  2 r HTTP/1.1 TLSv1.3 200 GET / 600",
+		"1 2 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.1",
+		"1 2 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.1 /",
+		"x 2 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.1 / 600",
+		"1 2 r HTTP/1.1 TLSv1.3 ok GET 127.0.0.1 / 600",
+		"1 2 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.1 / many",
+		"1 2 maybe HTTP/1.1 TLSv1.3 200 GET 127.0.0.1 / 600",
+		"1  2 r HTTP/1.1 TLSv1.3 200 GET 127.0.0.1 / 600",
 	} {
 		if l, err := ParseLogLine(bad); err == nil {
 			t.Errorf("ParseLogLine(%q) = %+v, want error", bad, l)

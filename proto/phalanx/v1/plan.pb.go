@@ -199,7 +199,10 @@ type Plan struct {
 	CloseReset bool `protobuf:"varint,28,opt,name=close_reset,json=closeReset,proto3" json:"close_reset,omitempty"`
 	// max_redirects is the redirect hops each request follows (--max-redirects,
 	// same origin only); 0, the default, takes a 3xx as the response, as wrk.
-	MaxRedirects  int32 `protobuf:"varint,40,opt,name=max_redirects,json=maxRedirects,proto3" json:"max_redirects,omitempty"`
+	MaxRedirects int32 `protobuf:"varint,40,opt,name=max_redirects,json=maxRedirects,proto3" json:"max_redirects,omitempty"`
+	// source_ips are local addresses each agent binds its connections to,
+	// round-robin (--source-ips).
+	SourceIps     []string `protobuf:"bytes,29,rep,name=source_ips,json=sourceIps,proto3" json:"source_ips,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +428,13 @@ func (x *Plan) GetMaxRedirects() int32 {
 		return x.MaxRedirects
 	}
 	return 0
+}
+
+func (x *Plan) GetSourceIps() []string {
+	if x != nil {
+		return x.SourceIps
+	}
+	return nil
 }
 
 type isPlan_Load interface {
@@ -1001,7 +1011,7 @@ var File_phalanx_v1_plan_proto protoreflect.FileDescriptor
 const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15phalanx/v1/plan.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xd0\b\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xef\b\n" +
 	"\x04Plan\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12,\n" +
@@ -1033,7 +1043,9 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x17requests_per_connection\x18\x1b \x01(\x05R\x15requestsPerConnection\x12\x1f\n" +
 	"\vclose_reset\x18\x1c \x01(\bR\n" +
 	"closeReset\x12#\n" +
-	"\rmax_redirects\x18( \x01(\x05R\fmaxRedirectsB\x06\n" +
+	"\rmax_redirects\x18( \x01(\x05R\fmaxRedirects\x12\x1d\n" +
+	"\n" +
+	"source_ips\x18\x1d \x03(\tR\tsourceIpsB\x06\n" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +
