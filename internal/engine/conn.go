@@ -101,6 +101,9 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("connect %s: %w", e.addr, err)}
 		}
+		if kind := classifyDial(err, false); kind == measure.ErrPorts {
+			return nil, nil, nil, &dialError{kind, fmt.Errorf("connect %s: %w: %s", e.addr, err, measure.PortsAdvice)}
+		}
 		return nil, nil, nil, &dialError{classifyDial(err, false), fmt.Errorf("connect %s: %w", e.addr, err)}
 	}
 	t1 := time.Now()

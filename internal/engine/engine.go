@@ -535,7 +535,7 @@ func unreachable(err error) bool {
 		return true
 	}
 	switch de.kind {
-	case measure.ErrConnect, measure.ErrLocal:
+	case measure.ErrConnect, measure.ErrLocal, measure.ErrPorts:
 		return true
 	}
 	var uae x509.UnknownAuthorityError

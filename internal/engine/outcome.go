@@ -33,7 +33,9 @@ func classify(err error, started bool) measure.ErrorKind {
 		return measure.ErrReset
 	case errors.Is(err, syscall.EPIPE):
 		return measure.ErrClosed
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.ENOBUFS):
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return measure.ErrPorts
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.ENOBUFS):
 		return measure.ErrLocal
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		if started {
@@ -55,7 +57,9 @@ func classify(err error, started bool) measure.ErrorKind {
 // classifyDial maps a dial or handshake error.
 func classifyDial(err error, handshake bool) measure.ErrorKind {
 	switch {
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.ENOBUFS):
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return measure.ErrPorts
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.ENOBUFS):
 		return measure.ErrLocal
 	case handshake:
 		return measure.ErrTLS

@@ -35,11 +35,20 @@ const (
 	// follow (another origin, not a URL). Every hop sent before it is in
 	// Counts.Redirects.
 	ErrRedirect
+	// ErrPorts: no local address and port was free for a new connection
+	// (EADDRNOTAVAIL: the ephemeral ports of the source addresses are
+	// used up, typically by TIME_WAIT sockets). PortsAdvice says what to
+	// do.
+	ErrPorts
 	// NumErrorKinds is the number of kinds (not a kind).
 	NumErrorKinds
 )
 
-var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local", "refused", "redirect"}
+var errorKindNames = [NumErrorKinds]string{"connect", "tls", "timeout", "reset", "closed", "truncated", "protocol", "local", "refused", "redirect", "ports"}
+
+// PortsAdvice is what to do about ErrPorts errors, for messages and the
+// report.
+const PortsAdvice = "the client ran out of ephemeral ports (EADDRNOTAVAIL): add source addresses (--source-ips), close with --close rst (no TIME_WAIT), set net.ipv4.tcp_tw_reuse=1 or widen net.ipv4.ip_local_port_range"
 
 // String returns the kind's report name (lowercase, e.g. "reset"), the
 // key of the proto's Counters.errors map; "unknown" outside the kinds.

@@ -44,3 +44,25 @@ func TestConnectionRateReported(t *testing.T) {
 		t.Errorf("text shows a requests/s target:\n%s", text.String())
 	}
 }
+
+// TestPortsErrorsAdvised: a run with ports errors (EADDRNOTAVAIL) counts
+// them as wrk's connect errors and says what to do.
+func TestPortsErrorsAdvised(t *testing.T) {
+	res := result(t)
+	res.Counters.Errors = map[string]int64{"ports": 3}
+	res.Counters.Issued += 3
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se := r.SocketErrors(); se.Connect != 3 {
+		t.Errorf("socket errors %+v: want 3 connect", se)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "ports: the client ran out of ephemeral ports (EADDRNOTAVAIL): add source addresses (--source-ips)") {
+		t.Errorf("text lacks the ports advice:\n%s", text.String())
+	}
+}

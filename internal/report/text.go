@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 )
 
 // TextOptions selects optional text sections.
@@ -138,6 +139,9 @@ func (r *Report) writeWrk(p *printer, o TextOptions) {
 	}
 	if n := r.ErrorTotal(); n > 0 {
 		p.f("  Errors: %d (%s)\n", n, fmtMap(r.Errors))
+		if r.Errors["ports"] > 0 {
+			p.f("  ports: %s\n", measure.PortsAdvice)
+		}
 	}
 	if r.Non2xx3xx > 0 {
 		p.f("  Non-2xx or 3xx responses: %d\n", r.Non2xx3xx)
@@ -301,7 +305,7 @@ func (r *Report) SocketErrors() SocketErrors {
 	var se SocketErrors
 	for kind, n := range r.Errors {
 		switch kind {
-		case "connect", "tls", "local":
+		case "connect", "tls", "local", "ports":
 			se.Connect += n
 		case "timeout":
 			se.Timeout += n
