@@ -390,7 +390,7 @@ var fieldFlags = map[string]string{
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
-	"requests_per_connection": "requests-per-connection", "cps": "cps", "tls.resume_ratio": "resume-ratio", "source_ips": "source-ips",
+	"requests_per_connection": "requests-per-connection", "cps": "cps", "max_redirects": "max-redirects", "tls.resume_ratio": "resume-ratio", "source_ips": "source-ips",
 	"tls.ca_file": "cacert",
 }
 

@@ -35,6 +35,7 @@ type File struct {
 	KeepAlive      *bool        `yaml:"keepalive"`
 	HTTP2          bool         `yaml:"http2"`
 	MaxStreams     int          `yaml:"max_streams"`
+	MaxRedirects   int          `yaml:"max_redirects"`
 	ConnectTo      string       `yaml:"connect_to"`
 	Resolver       string       `yaml:"resolver"`
 	TLS            fileTLS      `yaml:"tls"`
@@ -117,7 +118,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 		URL: f.URL, Method: f.Method, Connections: f.Connections, Duration: time.Duration(f.Duration),
 		Requests: f.Requests, Rate: f.Rate, MaxConnections: f.MaxConnections, Warmup: time.Duration(f.Warmup),
 		Timeout: time.Duration(f.Timeout), Interval: time.Duration(f.Interval), Agents: f.Agents,
-		MaxStreams: f.MaxStreams, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
+		MaxStreams: f.MaxStreams, MaxRedirects: f.MaxRedirects, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
 		TLS: TLS{
 			Insecure: f.TLS.Insecure, ServerName: f.TLS.SNI, MinVersion: f.TLS.MinVersion, MaxVersion: f.TLS.MaxVersion,
 			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume,
