@@ -145,22 +145,25 @@ func newStoreCmds(co *coordinatorFlags) []*cobra.Command {
 
 // runRow is one run of coordctl runs --json.
 type runRow struct {
-	RunID            string    `json:"run_id"`
-	AcceptedAt       time.Time `json:"accepted_at"`
-	State            string    `json:"state"`
-	Target           string    `json:"target"`
-	Tags             []string  `json:"tags"`
-	Note             string    `json:"note,omitempty"`
-	SearchID         string    `json:"search_id,omitempty"`
-	WindowS          float64   `json:"window_s"`
-	Requests         int64     `json:"requests"`
-	RPS              float64   `json:"rps"`
-	Errors           int64     `json:"errors"`
-	P99Us            int64     `json:"p99_us"`
-	Intervals        int32     `json:"intervals"`
-	Thresholds       []string  `json:"thresholds,omitempty"`
-	ThresholdsFailed []string  `json:"thresholds_failed,omitempty"`
-	Error            string    `json:"error,omitempty"`
+	RunID      string    `json:"run_id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	// State is wire.StateText of the run's state, but "partial" for a
+	// finished run that lost an agent (its result's partial).
+	State            string   `json:"state"`
+	Partial          bool     `json:"partial"`
+	Target           string   `json:"target"`
+	Tags             []string `json:"tags"`
+	Note             string   `json:"note,omitempty"`
+	SearchID         string   `json:"search_id,omitempty"`
+	WindowS          float64  `json:"window_s"`
+	Requests         int64    `json:"requests"`
+	RPS              float64  `json:"rps"`
+	Errors           int64    `json:"errors"`
+	P99Us            int64    `json:"p99_us"`
+	Intervals        int32    `json:"intervals"`
+	Thresholds       []string `json:"thresholds,omitempty"`
+	ThresholdsFailed []string `json:"thresholds_failed,omitempty"`
+	Error            string   `json:"error,omitempty"`
 }
 
 func newRunRow(s *pb.RunSummary) runRow {
@@ -169,6 +172,12 @@ func newRunRow(s *pb.RunSummary) runRow {
 		Target: r.GetPlan().GetUrl(), Tags: r.GetTags(), Note: r.GetNote(), SearchID: r.GetSearchId(), WindowS: s.GetWindowS(),
 		Requests: s.GetRequests(), RPS: s.GetRps(), Errors: s.GetErrors(), P99Us: s.GetP99Us(), Intervals: s.GetIntervals(),
 		Thresholds: r.GetThresholds(), ThresholdsFailed: s.GetThresholdsFailed(), Error: r.GetError()}
+	if r.GetResult().GetPartial() {
+		row.Partial = true
+		if r.GetState() == pb.RunState_RUN_STATE_FINISHED {
+			row.State = "partial"
+		}
+	}
 	if row.Tags == nil {
 		row.Tags = []string{}
 	}

@@ -125,3 +125,21 @@ func TestRunThresholdFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRowPartial: a finished run that lost an agent is listed as
+// partial, in the table and in --json, not as finished.
+func TestRunRowPartial(t *testing.T) {
+	whole := &pb.RunSummary{Run: &pb.StoredRun{RunId: "w", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{}}}
+	part := &pb.RunSummary{Run: &pb.StoredRun{RunId: "p", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{Partial: true}}}
+	if r := newRunRow(whole); r.State != "finished" || r.Partial {
+		t.Errorf("whole run: state %q, partial %v; want finished, false", r.State, r.Partial)
+	}
+	r := newRunRow(part)
+	if r.State != "partial" || !r.Partial {
+		t.Errorf("run that lost an agent: state %q, partial %v; want partial, true", r.State, r.Partial)
+	}
+	var out bytes.Buffer
+	if err := writeRuns(&out, []runRow{r}); err != nil || !strings.Contains(out.String(), " partial ") {
+		t.Errorf("runs table = %q, %v; want the state partial", out.String(), err)
+	}
+}
