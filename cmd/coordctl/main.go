@@ -189,7 +189,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		co.tls.From = daemon.Origins(cmd.Flags(), tlsFlags...)
 		return nil
 	}
-	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), newSearchCmd(&co), offline(newDemoCmd()), offline(newTargetCmd()), offline(newTLSCmd()), offline(newKeygenCmd()), newKeyringCmd(&co))
+	root.AddCommand(newAgentsCmd(&co), newRunCmd(&co), newSearchCmd(&co), newCompareCmd(&co), newABCmd(&co), offline(newDemoCmd()), offline(newTargetCmd()), offline(newTLSCmd()), offline(newKeygenCmd()), newKeyringCmd(&co))
 	root.AddCommand(newStoreCmds(&co)...)
 	return root
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -215,21 +214,8 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 			p.MaxConnections = 4 * f.connections
 		}
 	}
-	p.TLS.Insecure = f.insecure
-	if f.http2 {
-		p.Protocol = plan.H2
-	}
-	for _, h := range f.headers {
-		hd, ok := plan.ParseHeader(h)
-		if !ok {
-			return cfg, p, &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
-		}
-		p.Headers = append(p.Headers, hd)
-	}
-	if f.caFile != "" {
-		if p.TLS.CAPEM, err = os.ReadFile(f.caFile); err != nil {
-			return cfg, p, fmt.Errorf("--cacert: %w", err)
-		}
+	if err := applyTargetFlags(&p, f.insecure, f.http2, f.headers, f.caFile); err != nil {
+		return cfg, p, err
 	}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/wire"
+	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
+)
+
+// applyTargetFlags sets the target flags coordctl search and ab share on
+// p: --insecure, --http2, -H (each 'Name: value') and --cacert (a PEM
+// file, read now). Errors name the flag.
+func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFile string) error {
+	p.TLS.Insecure = insecure
+	if http2 {
+		p.Protocol = plan.H2
+	}
+	for _, h := range headers {
+		hd, ok := plan.ParseHeader(h)
+		if !ok {
+			return &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
+		}
+		p.Headers = append(p.Headers, hd)
+	}
+	if caFile != "" {
+		var err error
+		if p.TLS.CAPEM, err = os.ReadFile(caFile); err != nil {
+			return fmt.Errorf("--cacert: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildStored returns a stored run's model and report.
+func buildStored(r *pb.StoredRun) (*report.Run, *report.Report, error) {
+	run, err := wire.RunFromStored(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := report.Build(run)
+	return run, rep, err
+}
+
+// buildResult returns a run result's model and report.
+func buildResult(res *pb.RunResult) (*report.Run, *report.Report, error) {
+	run, err := wire.RunFromProto(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := report.Build(run)
+	return run, rep, err
+}

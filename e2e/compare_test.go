@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/compare"
+	"github.com/phalanxload/phalanx/internal/target"
+	"github.com/phalanxload/phalanx/internal/target/targettest"
+)
+
+// abResult runs coordctl ab --json with args against c and returns the
+// comparison.
+func abResult(t *testing.T, c *procCluster, args ...string) *compare.Result {
+	t.Helper()
+	argv := append([]string{"--coordinator", c.grpcAddr, "ab", "--json", "--quiet"}, args...)
+	run := startProc(t, "coordctl", false, procEnv(), procBinary(t, "coordctl"), argv...)
+	code, ok := run.Wait(3 * time.Minute)
+	if !ok || code != 0 {
+		t.Fatalf("coordctl ab: exit %d\n%s", code, run.describe())
+	}
+	var res compare.Result
+	if err := json.Unmarshal([]byte(run.Stdout()), &res); err != nil {
+		t.Fatalf("ab JSON: %v\n%s", err, run.describe())
+	}
+	// coordctl compare re-reads the stored runs and prints the same
+	// comparison (same seed, same runs).
+	cmp := startProc(t, "coordctl", false, procEnv(), procBinary(t, "coordctl"), "--coordinator", c.grpcAddr, "compare",
+		strings.Join(res.Baseline, ","), strings.Join(res.Candidate, ","))
+	if code, ok := cmp.Wait(time.Minute); !ok || code != 0 {
+		t.Fatalf("coordctl compare: exit %d\n%s", code, cmp.describe())
+	}
+	t.Logf("coordctl compare:\n%s", cmp.Stdout())
+	for _, m := range res.Metrics {
+		if !strings.Contains(cmp.Stdout(), fmt.Sprintf("%.3f\n", m.P)) {
+			t.Errorf("coordctl compare of the stored runs has no %s row with p=%.3f:\n%s", m.Name, m.P, cmp.Stdout())
+		}
+	}
+	for _, m := range res.Metrics {
+		t.Logf("%-16s %12.1f %12.1f %+7.2f%% [%+.2f%% .. %+.2f%%] p=%.3f significant=%v", m.Name, m.Baseline, m.Candidate, m.DeltaPct, m.CILoPct, m.CIHiPct, m.P, m.Significant)
+	}
+	return &res
+}
+
+// abArgs are the runs' flags: closed loop with as many connections as
+// the modelled server has workers, so that no request queues and each
+// latency is the service time plus the same small overhead on both sides.
+var abArgs = []string{"--repeats", "5", "-c", "4", "-d", "1s", "--timeout", "2s", "--insecure"}
+
+// TestABModelledServiceTimes: coordctl ab between modelled servers of
+// service time D = 100 ms and 1.2 × D reports the p50 delta significant
+// (Mann-Whitney, 5 + 5 interleaved runs) with a 95 % CI that holds the
+// known answer: +20 % of the service time, diluted by the constant
+// overhead o both sides add (loopback, TLS, timers: p50 = D + o), so
+// 20 % × D / (D + o) with o measured on side A, up to +20 %.
+func TestABModelledServiceTimes(t *testing.T) {
+	const d = 100 * time.Millisecond
+	a, _ := targettest.StartConfig(t, target.Config{Workers: 4, ServiceTime: d})
+	b, _ := targettest.StartConfig(t, target.Config{Workers: 4, ServiceTime: d * 12 / 10})
+	c := startProcCoordinator(t)
+	startBoundAgents(t, c, []string{"ab-agent"})
+	res := abResult(t, c, append([]string{"--a", a.URL(), "--b", b.URL()}, abArgs...)...)
+	if res.Method != compare.MannWhitney || len(res.Baseline) != 5 || len(res.Candidate) != 5 {
+		t.Fatalf("method %q over %d + %d runs, want %q over 5 + 5 (excluded: %+v)", res.Method, len(res.Baseline), len(res.Candidate), compare.MannWhitney, res.Excluded)
+	}
+	for _, m := range res.Metrics {
+		if m.Name != "p50" {
+			continue
+		}
+		us := float64(d / time.Microsecond)
+		diluted := 20 * us / m.Baseline // 20 % × D / (D + o)
+		if !m.Significant || m.Baseline < us || m.CILoPct > 20 || m.CIHiPct < diluted {
+			t.Errorf("p50 %+.2f%% [%+.2f%% .. %+.2f%%] p=%.3f: want significant with a CI that meets %+.2f%% .. +20 %%", m.DeltaPct, m.CILoPct, m.CIHiPct, m.P, diluted)
+		}
+		return
+	}
+	t.Fatal("no p50 in the comparison")
+}
+
+// TestABIdenticalTargets: coordctl ab between two identical modelled
+// servers reports "~" (not significant) for every metric.
+func TestABIdenticalTargets(t *testing.T) {
+	const d = 100 * time.Millisecond
+	a, _ := targettest.StartConfig(t, target.Config{Workers: 4, ServiceTime: d})
+	b, _ := targettest.StartConfig(t, target.Config{Workers: 4, ServiceTime: d})
+	c := startProcCoordinator(t)
+	startBoundAgents(t, c, []string{"ab-agent"})
+	res := abResult(t, c, append([]string{"--a", a.URL(), "--b", b.URL()}, abArgs...)...)
+	if res.Method != compare.MannWhitney || len(res.Metrics) < 6 {
+		t.Fatalf("method %q with %d metrics, want %q with at least 6", res.Method, len(res.Metrics), compare.MannWhitney)
+	}
+	for _, m := range res.Metrics {
+		if m.Significant {
+			t.Errorf("%s: %+.2f%% p=%.3f significant between identical targets (runs %v vs %v), want ~", m.Name, m.DeltaPct, m.P, m.BaselineRuns, m.CandidateRuns)
+		}
+	}
+}

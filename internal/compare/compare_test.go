@@ -1,0 +1,105 @@
+package compare
+
+import (
+	"math"
+	"testing"
+
+	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/report"
+)
+
+func runsOf(p50s ...int64) []Run {
+	var out []Run
+	for i, v := range p50s {
+		out = append(out, Run{Report: &report.Report{RunID: string(rune('a' + i)), RPS: float64(v), Issued: 10,
+			Latency: &hist.Summary{P50: v, P90: v, P99: v, P999: v}}})
+	}
+	return out
+}
+
+func metric(t *testing.T, res *Result, name string) Metric {
+	t.Helper()
+	for _, m := range res.Metrics {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("no metric %s in %+v", name, res.Metrics)
+	return Metric{}
+}
+
+// TestMannWhitneySeparated: 5 + 5 runs whose p50s are all 20 % apart are
+// significant (p = 2/252) with a CI around +20 %; interleaved values are
+// not.
+func TestMannWhitneySeparated(t *testing.T) {
+	res, err := Compare(runsOf(1000, 1010, 990, 1005, 995), runsOf(1200, 1212, 1188, 1206, 1194), false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metric(t, res, "p50")
+	if res.Method != MannWhitney || !m.Significant || m.P > 0.01 || math.Abs(m.DeltaPct-20) > 1e-9 || m.CILoPct > 20 || m.CIHiPct < 20 || m.CILoPct < 15 || m.CIHiPct > 25 {
+		t.Errorf("%s: %+v", res.Method, m)
+	}
+	res, err = Compare(runsOf(1000, 1010, 990, 1005, 995), runsOf(1001, 1011, 991, 1004, 994), false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := metric(t, res, "p50"); m.Significant || m.CILoPct > 0 || m.CIHiPct < 0 {
+		t.Errorf("interleaved: %+v", m)
+	}
+}
+
+// TestTooFewAndClientBound: 2 + 2 runs need at least MinRuns; a
+// client-bound run is left out unless asked for.
+func TestTooFewAndClientBound(t *testing.T) {
+	if _, err := Compare(runsOf(1, 2), runsOf(1, 2), false, 1); err != ErrTooFew {
+		t.Errorf("2 + 2 runs: %v, want ErrTooFew", err)
+	}
+	a := runsOf(1000, 1010, 990, 1005, 995)
+	a[0].Report.ClientBound, a[0].Report.ClientBoundReasons = true, []string{"agent x: CPU 97 % busy"}
+	res, err := Compare(a, runsOf(1000, 1010, 990, 1005, 995), false, 1)
+	if err != nil || len(res.Excluded) != 1 || res.Excluded[0].RunID != "a" || len(res.Baseline) != 4 {
+		t.Errorf("client-bound left out: %+v, %v", res, err)
+	}
+	res, err = Compare(a, runsOf(1000, 1010, 990, 1005, 995), true, 1)
+	if err != nil || len(res.Excluded) != 0 || len(res.ClientBound) != 1 || len(res.Baseline) != 5 {
+		t.Errorf("client-bound kept: %+v, %v", res, err)
+	}
+}
+
+// intervalRun is a one-run comparison's run: n intervals of 1 s, each
+// with 100 latencies around base µs.
+func intervalRun(id string, n int, base int64) Run {
+	r := &report.Run{ID: id}
+	for i := range n {
+		h := hist.New()
+		for k := range int64(100) {
+			h.RecordMicros(base + (k*7+int64(i)*13)%(base/10))
+		}
+		r.Timeline = append(r.Timeline, report.Interval{Index: int32(i), Length: 1e9, Requests: 100, Latency: h})
+	}
+	return Run{Report: &report.Report{RunID: id}, Run: r}
+}
+
+// TestBootstrapOneRun: one run per side is compared by the interval
+// bootstrap: a 20 % slower candidate is significant with +20 % in the
+// CI, and a run against itself is not.
+func TestBootstrapOneRun(t *testing.T) {
+	res, err := Compare([]Run{intervalRun("a", 10, 1000)}, []Run{intervalRun("b", 10, 1200)}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metric(t, res, "p50")
+	if res.Method != Bootstrap || !m.Significant || m.DeltaPct < 18 || m.DeltaPct > 22 || m.CILoPct > m.DeltaPct || m.CIHiPct < m.DeltaPct || m.CILoPct < 15 || m.CIHiPct > 25 {
+		t.Errorf("%s: %+v", res.Method, m)
+	}
+	res, err = Compare([]Run{intervalRun("a", 10, 1000)}, []Run{intervalRun("b", 10, 1000)}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Metrics {
+		if m.Significant {
+			t.Errorf("same run: %+v", m)
+		}
+	}
+}
