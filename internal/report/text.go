@@ -57,7 +57,6 @@ func (p *printer) header(h Header) {
 // wrk2 prints its calibration lines.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
-	r.writeWarnings(p) // at the top; after the header when it was printed at the start
 	if !o.NoHeader {
 		window := r.PlanDurationS
 		if window == 0 {
@@ -66,6 +65,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		p.header(Header{Target: r.Target, Duration: time.Duration(window * float64(time.Second)), Requests: r.PlanRequests,
 			Agents: r.AgentCount, Connections: r.Connections})
 	}
+	r.writeWarnings(p) // right after the header, whether it is printed here or was at the start
 	if r.StoppedEarly {
 		of := ""
 		if r.PlanDurationS > 0 {

@@ -7,13 +7,26 @@ import (
 )
 
 // Warnings returns what a reader must know before trusting the report's
-// figures, one sentence each, for the top of the text report. Today one:
-// every completed response had a status outside 200-399 (a wrong path or
-// host answering 404, a server refusing with 403 or 503), so the latency
-// and RPS measure error pages, not the service: wrk prints such a run with
-// only a "Non-2xx or 3xx responses" line near its end.
+// figures, one sentence each, for the top of the text report (after its
+// header). Two today: every completed response had a status outside
+// 200-399 (a wrong path or host answering 404, a server refusing with 403
+// or 503), so the latency and RPS measure error pages, not the service;
+// and no request completed at all, only errors (wrk prints both kinds of
+// run with only a "Non-2xx or 3xx responses" or "Socket errors" line near
+// its end, and exits 0, as coordctl does: thresholds fail a run). When
+// those errors are all truncated or protocol ones on an http:// URL sent
+// as HTTP/1.1, the server may be one that speaks only HTTP/2 over clear
+// text (h2c prior knowledge, RFC 9113 section 3.3), and the warning says
+// to try --http2.
 func (r *Report) Warnings() []string {
 	var out []string
+	if n := r.ErrorTotal(); r.Requests == 0 && n > 0 {
+		w := fmt.Sprintf("no request completed: %d errors (%s): every figure below is of failures", n, statusList(r.Errors))
+		if r.Errors["truncated"]+r.Errors["protocol"] == n && strings.HasPrefix(r.Target, "http://") && r.MaxStreams == 0 {
+			w += "; the server may speak only HTTP/2 (h2c): try --http2"
+		}
+		out = append(out, w)
+	}
 	if r.Requests > 0 && r.Non2xx3xx == r.Requests {
 		out = append(out, fmt.Sprintf("every response (%d) had a status outside 200-399 (%s): the figures below measure error responses; check the URL, the Host header and the server",
 			r.Requests, statusList(r.Status)))
@@ -21,8 +34,8 @@ func (r *Report) Warnings() []string {
 	return out
 }
 
-// statusList writes status counts as "404 ×120, 503 ×3", most frequent
-// first (ties by code).
+// statusList writes status (or error kind) counts as "404 ×120, 503 ×3",
+// most frequent first (ties by code).
 func statusList(status map[string]int64) string {
 	codes := make([]string, 0, len(status))
 	for c := range status {
@@ -42,7 +55,8 @@ func statusList(status map[string]int64) string {
 }
 
 // writeWarnings prints Warnings, each on a line of its own starting
-// "WARNING: ", before the rest of the text report.
+// "WARNING: ", after the header (the live run prints the header at its
+// start and the rest after the run: both show them in the same place).
 func (r *Report) writeWarnings(p *printer) {
 	for _, w := range r.Warnings() {
 		p.f("WARNING: %s\n", w)

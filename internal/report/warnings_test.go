@@ -12,8 +12,9 @@ import (
 
 // TestAllErrorStatusWarning: a run whose every response is outside
 // 200-399 (the README's brotli example against a stock NGINX: all 404)
-// starts its text report with a warning naming the codes; one success
-// among them, or no response at all, gives none.
+// has a warning naming the codes right after its header (as the live run,
+// which prints the header at the start); one success among them, or no
+// response and no error, gives none.
 func TestAllErrorStatusWarning(t *testing.T) {
 	text := func(r *report.Report) string {
 		t.Helper()
@@ -32,18 +33,55 @@ func TestAllErrorStatusWarning(t *testing.T) {
 		t.Fatalf("the fixture has %d requests", n)
 	}
 	r.Status, r.Non2xx3xx = map[string]int64{"404": n - 1, "503": 1}, n
-	want := "WARNING: every response (" + itoa(n) + ") had a status outside 200-399 (404 ×" + itoa(n-1) + ", 503 ×1): the figures below measure error responses; check the URL, the Host header and the server\nRunning "
-	if got := text(r); !strings.HasPrefix(got, want) {
-		t.Errorf("all 404 and 503: the report does not start with %q:\n%s", want, got)
+	want := "WARNING: every response (" + itoa(n) + ") had a status outside 200-399 (404 ×" + itoa(n-1) + ", 503 ×1): the figures below measure error responses; check the URL, the Host header and the server\n"
+	if lines := strings.SplitAfterN(text(r), "\n", 4); len(lines) < 4 || !strings.HasPrefix(lines[0], "Running ") || lines[2] != want {
+		t.Errorf("all 404 and 503: the report's third line is not %q, after the header:\n%s", want, strings.Join(lines, ""))
+	}
+	var live bytes.Buffer
+	if err := r.WriteText(&live, report.TextOptions{NoHeader: true}); err != nil || !strings.HasPrefix(live.String(), want) {
+		t.Errorf("without the header (the live run printed it): does not start with %q:\n%s", want, live.String())
 	}
 	r.Status, r.Non2xx3xx = map[string]int64{"404": n - 1, "200": 1}, n-1
 	if got := text(r); strings.Contains(got, "WARNING") {
 		t.Errorf("one 200 among 404s: a warning:\n%s", got)
 	}
-	r.Requests, r.Status, r.Non2xx3xx = 0, map[string]int64{}, 0
+	r.Requests, r.Status, r.Non2xx3xx, r.Errors = 0, map[string]int64{}, 0, map[string]int64{}
 	if w := r.Warnings(); len(w) != 0 {
-		t.Errorf("no response: Warnings() = %q, want none", w)
+		t.Errorf("no response and no error: Warnings() = %q, want none", w)
 	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestNoRequestCompletedWarning: a run in which every request failed
+// warns with the count and the kinds; all truncated or protocol errors
+// on http:// sent as HTTP/1.1 add the h2c hint, and nothing else does.
+func TestNoRequestCompletedWarning(t *testing.T) {
+	r, err := wire.ReportFromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Requests, r.Status, r.Non2xx3xx, r.MaxStreams = 0, map[string]int64{}, 0, 0
+	r.Target = "http://127.0.0.1:8080/"
+	for _, c := range []struct {
+		errs   map[string]int64
+		target string
+		h2     int32
+		want   string
+	}{
+		{map[string]int64{"closed": 7, "reset": 2}, "http://127.0.0.1:8080/", 0, "no request completed: 9 errors (closed ×7, reset ×2): every figure below is of failures"},
+		{map[string]int64{"truncated": 5, "protocol": 1}, "http://127.0.0.1:8080/", 0, "no request completed: 6 errors (truncated ×5, protocol ×1): every figure below is of failures; the server may speak only HTTP/2 (h2c): try --http2"},
+		{map[string]int64{"truncated": 5}, "https://127.0.0.1:8443/", 0, "no request completed: 5 errors (truncated ×5): every figure below is of failures"},
+		{map[string]int64{"protocol": 5}, "http://127.0.0.1:8080/", 100, "no request completed: 5 errors (protocol ×5): every figure below is of failures"},
+		{map[string]int64{"truncated": 5, "closed": 1}, "http://127.0.0.1:8080/", 0, "no request completed: 6 errors (truncated ×5, closed ×1): every figure below is of failures"},
+	} {
+		r.Errors, r.Target, r.MaxStreams = c.errs, c.target, c.h2
+		if w := r.Warnings(); len(w) != 1 || w[0] != c.want {
+			t.Errorf("errors %v on %s (max streams %d): Warnings() = %q, want %q", c.errs, c.target, c.h2, w, c.want)
+		}
+	}
+	r.Requests = 1
+	if w := r.Warnings(); len(w) != 0 {
+		t.Errorf("one response among the errors: Warnings() = %q, want none", w)
+	}
+}
