@@ -22,7 +22,7 @@ type redirectServer struct {
 	hits map[string]int64
 }
 
-func startRedirectServer(t *testing.T) *redirectServer {
+func startRedirectServer(t *testing.T, h2 bool) *redirectServer {
 	t.Helper()
 	s := &redirectServer{hits: map[string]int64{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +48,7 @@ func startRedirectServer(t *testing.T) *redirectServer {
 			_, _ = w.Write([]byte("ok"))
 		}
 	}))
+	s.EnableHTTP2 = h2
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{testCA(t).Cert}}
 	s.StartTLS()
 	t.Cleanup(s.Close)
@@ -70,8 +71,14 @@ func (s *redirectServer) counts() (map[string]int64, int64) {
 // requests + redirects is the server's count, path by path); a loop ends
 // in the redirect error kind after N hops, promptly; a Location on another
 // origin is the redirect error, never sent; and with 0 a 3xx is the
-// response, as wrk.
+// response, as wrk; over HTTP/1.1 and HTTP/2.
 func TestRedirects(t *testing.T) {
+	for _, proto := range []plan.Protocol{plan.H1, plan.H2} {
+		t.Run(proto.String(), func(t *testing.T) { testRedirects(t, proto) })
+	}
+}
+
+func testRedirects(t *testing.T, proto plan.Protocol) {
 	const n = 200
 	for _, c := range []struct {
 		name, path  string
@@ -88,8 +95,8 @@ func TestRedirects(t *testing.T) {
 		{"not_followed", "/a", 0, "302", 0, 0, map[string]int64{"/a": n}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := startRedirectServer(t)
-			run := runCase(t, plan.Plan{URL: srv.URL + c.path, Connections: 4, Requests: n, MaxRedirects: c.max}, 1, 2)
+			srv := startRedirectServer(t, proto == plan.H2)
+			run := runCase(t, plan.Plan{URL: srv.URL + c.path, Connections: 4, Requests: n, MaxRedirects: c.max, Protocol: proto}, 1, 2)
 			r := run.Report
 			hits, total := srv.counts()
 			t.Logf("%s in %v: requests %d, status %v, errors %v, redirects %d; server %v", c.name, run.Elapsed, r.Requests, r.Status, r.Errors, r.Redirects, hits)

@@ -245,14 +245,15 @@ func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 	}
 	for attempt := 0; ; attempt++ {
 		s, ci, derr := c.session()
-		if ci != nil && o.conn == nil {
-			o.conn = ci
+		if ci != nil && (o.conn == nil || o.hops > 0) {
+			o.addConn(ci) // the first's, or a redirect hop's
 		}
 		if derr != nil {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
-		status, size, ttfb, end, kind, err := s.roundTrip(en, deadline, wt)
+		var loc string
+		status, size, ttfb, end, kind, err := s.roundTrip(en, deadline, wt, &loc)
 		if c.e.plan.NoKeepAlive {
 			s.close(nil)
 			c.sessionLost(s)
@@ -280,6 +281,22 @@ func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 			}
 			o.failed, o.kind = true, kind
 			return o
+		}
+		if loc != "" && c.e.plan.MaxRedirects > 0 && isRedirect(status) {
+			// A redirect to follow (redirect.go): one more stream.
+			o.size.addSizes(size)
+			next, ok := en.hop(c.e, status, []byte(loc), o.hops)
+			if !ok {
+				o.failed, o.kind = true, measure.ErrRedirect
+				return o
+			}
+			o.hops++
+			en, attempt = next, -1
+			continue
+		}
+		if o.hops > 0 {
+			o.size.addSizes(size)
+			size = o.size
 		}
 		o.status, o.size, o.ttfb = status, size, ttfb
 		return o

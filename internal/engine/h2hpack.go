@@ -47,6 +47,17 @@ func newH2Encoder(entries int) *h2Encoder {
 // block returns entry en's header block for the next HEADERS, valid until
 // the next call.
 func (h *h2Encoder) block(en *entry) []byte {
+	if en.isHop { // a redirect hop's fields: encoded each time, never cached
+		h.buf.Reset()
+		for _, f := range en.h2 {
+			_ = h.enc.WriteField(f)
+		}
+		if b := h.buf.Bytes(); !hpackChangesTable(b) {
+			return b
+		}
+		h.gen++
+		return h.buf.Bytes()
+	}
 	c := &h.blocks[en.idx]
 	if c.b != nil && c.gen == h.gen {
 		return c.b

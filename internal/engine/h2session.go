@@ -73,8 +73,11 @@ type h2session struct {
 	// per response: only :status is kept.
 	hdec    *hpack.Decoder
 	hstatus string
-	hbytes  int64
-	hend    bool
+	// hloc is the block's Location, kept only with plan.MaxRedirects > 0
+	// (redirect.go).
+	hloc   string
+	hbytes int64
+	hend   bool
 	// henc is the Content-Encoding of the block being read, hblock its
 	// HPACK bytes (the frames' payloads, as h2load counts headers) and
 	// hfields its fields' name and value bytes.
@@ -113,6 +116,7 @@ type h2stream struct {
 	first      time.Time // when the final HEADERS arrived (s.readAt)
 	end        time.Time // when the response's last frame arrived (s.readAt)
 	gotHeaders bool
+	location   string // the final response's Location (plan.MaxRedirects > 0)
 	err        error
 	kind       measure.ErrorKind
 	sendWindow int64
@@ -146,7 +150,7 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(stampReader{h2WrapConn(nc), &s.readAt}, 32<<10))
-	s.hdec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+	field := func(f hpack.HeaderField) {
 		s.hfields += int64(len(f.Name) + len(f.Value))
 		switch f.Name {
 		case ":status":
@@ -154,7 +158,17 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 		case "content-encoding":
 			s.henc = measure.EncodingOf(f.Value)
 		}
-	})
+	}
+	if c.e.plan.MaxRedirects > 0 { // redirect.go: Location looked at only then
+		plain := field
+		field = func(f hpack.HeaderField) {
+			if f.Name == "location" {
+				s.hloc = f.Value
+			}
+			plain(f)
+		}
+	}
+	s.hdec = hpack.NewDecoder(4096, field)
 	s.hdec.SetMaxStringLength(1 << 20)
 	s.fr.SetMaxReadFrameSize(1 << 20)
 	_ = nc.SetDeadline(time.Now().Add(c.e.plan.Timeout))
@@ -323,7 +337,7 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 //
 // A completed response's end is when its last frame arrived (the read that
 // carried it returned, stampReader), not when this slot woke to take it.
-func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (status int, size sizes, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
+func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch, loc *string) (status int, size sizes, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
@@ -405,6 +419,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch) (statu
 	}
 	// A response that came before the body was all written has its
 	// first byte before tw: its time to first byte is 0.
+	*loc = st.location
 	return st.status, st.size, max(st.first.Sub(tw), 0), st.end, 0, nil
 }
 
@@ -573,7 +588,7 @@ func (s *h2session) handle(f http2.Frame) error {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	case *http2.HeadersFrame:
-		s.hstatus, s.hbytes, s.hend, s.henc, s.hblock, s.hfields = "", 0, f.StreamEnded(), measure.EncIdentity, 0, 0
+		s.hstatus, s.hbytes, s.hend, s.henc, s.hblock, s.hfields, s.hloc = "", 0, f.StreamEnded(), measure.EncIdentity, 0, 0, ""
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame: // the Framer checks that it follows its HEADERS
 		return s.headerFragment(f.StreamID, f.Length, f.HeaderBlockFragment(), f.HeadersEnded())
@@ -665,7 +680,7 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 		if code < 200 {
 			return nil // interim response: the final one follows
 		}
-		st.status, st.gotHeaders, st.first, st.size.enc = code, true, s.readAt, s.henc
+		st.status, st.gotHeaders, st.first, st.size.enc, st.location = code, true, s.readAt, s.henc, s.hloc
 	}
 	if s.hend {
 		st.end = s.readAt

@@ -63,7 +63,7 @@ func (en *entry) hop(e *Engine, status int, loc []byte, hops int64) (*entry, boo
 		method, body = "GET", nil
 	}
 	r := plan.Request{Method: method, Headers: en.headers, Body: body}
-	next := &entry{method: method, uri: t.RequestURI, headers: en.headers, body: body, idx: en.idx, head: method == "HEAD", target: t}
+	next := &entry{method: method, uri: t.RequestURI, headers: en.headers, body: body, idx: en.idx, head: method == "HEAD", target: t, isHop: true}
 	next.h1 = buildRequest(e.plan, t, r)
 	if e.plan.Protocol == plan.H2 {
 		next.h2 = buildH2Fields(t, r)
@@ -98,6 +98,16 @@ func (s *sizes) add(r *http1.Response) {
 	s.header += r.HeaderBytes
 	s.body += r.BodyBytes
 	s.fields += r.HeaderBytes
+}
+
+// addSizes adds an HTTP/2 response's bytes to the exchange's, its
+// Content-Encoding the latest's.
+func (s *sizes) addSizes(o sizes) {
+	s.wire += o.wire
+	s.header += o.header
+	s.body += o.body
+	s.fields += o.fields
+	s.enc = o.enc
 }
 
 // recordTraffic records what an outcome sent besides itself: the

@@ -22,6 +22,7 @@ type entry struct {
 	idx     int                 // the entry's index in the mix
 	head    bool
 	target  plan.Target // its URL, the base of a redirect's Location
+	isHop   bool        // a redirect hop's (redirect.go): no cached HTTP/2 block
 }
 
 // buildEntries serializes the plan's requests and returns the weighted

@@ -115,7 +115,7 @@ type Plan struct {
 	// 302, 303, 307 or 308 with a Location on the same origin (scheme, host
 	// and port of the request's URL) is followed on the same connection
 	// slot, 303 (and 301/302 of a POST) as GET without a body, as browsers
-	// and curl -L do; the exchange is timed once, from the first request's
+	// and curl -L do (HTTP/1.1 and HTTP/2); the exchange is timed once, from the first request's
 	// start to the final response's last byte. 0, the default, takes a 3xx
 	// as the response, as wrk does.
 	MaxRedirects int

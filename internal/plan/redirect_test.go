@@ -6,7 +6,7 @@ import (
 )
 
 // TestMaxRedirects: max_redirects is read from a plan file, and Validate
-// refuses a negative count, one above MaxRedirectHops and one with HTTP/2,
+// refuses a negative count and one above MaxRedirectHops,
 // naming the field.
 func TestMaxRedirects(t *testing.T) {
 	p, err := ParseFile([]byte("url: https://127.0.0.1/\nmax_redirects: 3\n"), nil)
@@ -21,7 +21,7 @@ func TestMaxRedirects(t *testing.T) {
 		n     int
 		proto Protocol
 		want  string
-	}{{-1, H1, "0 (a 3xx is the response) to 50"}, {MaxRedirectHops + 1, H1, "to 50 hops"}, {2, H2, "HTTP/1.1 only"}} {
+	}{{-1, H1, "0 (a 3xx is the response) to 50"}, {MaxRedirectHops + 1, H2, "to 50 hops"}} {
 		q := p
 		q.MaxRedirects, q.Protocol = c.n, c.proto
 		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "max_redirects") || !strings.Contains(err.Error(), c.want) {

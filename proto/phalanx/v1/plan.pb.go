@@ -198,7 +198,7 @@ type Plan struct {
 	// FIN (--close rst).
 	CloseReset bool `protobuf:"varint,28,opt,name=close_reset,json=closeReset,proto3" json:"close_reset,omitempty"`
 	// max_redirects is the redirect hops each request follows (--max-redirects,
-	// same origin only); 0, the default, takes a 3xx as the response, as wrk.
+	// same origin only, HTTP/1.1 and HTTP/2); 0, the default, takes a 3xx as the response, as wrk.
 	MaxRedirects int32 `protobuf:"varint,40,opt,name=max_redirects,json=maxRedirects,proto3" json:"max_redirects,omitempty"`
 	// source_ips are local addresses each agent binds its connections to,
 	// round-robin (--source-ips).
