@@ -88,13 +88,28 @@ func TestABIdenticalTargets(t *testing.T) {
 	b, _ := targettest.StartConfig(t, target.Config{Workers: 4, ServiceTime: d})
 	c := startProcCoordinator(t)
 	startBoundAgents(t, c, []string{"ab-agent"})
-	res := abResult(t, c, append([]string{"--a", a.URL(), "--b", b.URL()}, abArgs...)...)
-	if res.Method != compare.MannWhitney || len(res.Metrics) < 6 {
-		t.Fatalf("method %q with %d metrics, want %q with at least 6", res.Method, len(res.Metrics), compare.MannWhitney)
-	}
-	for _, m := range res.Metrics {
-		if m.Significant {
-			t.Errorf("%s: %+.2f%% p=%.3f significant between identical targets (runs %v vs %v), want ~", m.Name, m.DeltaPct, m.P, m.BaselineRuns, m.CandidateRuns)
+	// Each metric is falsely significant at most α = 5 % of the time
+	// between identical targets, and the comparison reports about seven:
+	// one comparison in four or five may flag one by chance. A second,
+	// independent A/B (said aloud) separates chance from a bias that
+	// shows every time (an order effect the interleaving missed, a
+	// statistics bug): the test fails only when both flag a metric.
+	var flagged []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		res := abResult(t, c, append([]string{"--a", a.URL(), "--b", b.URL()}, abArgs...)...)
+		if res.Method != compare.MannWhitney || len(res.Metrics) < 6 {
+			t.Fatalf("method %q with %d metrics, want %q with at least 6", res.Method, len(res.Metrics), compare.MannWhitney)
 		}
+		flagged = flagged[:0]
+		for _, m := range res.Metrics {
+			if m.Significant {
+				flagged = append(flagged, fmt.Sprintf("%s: %+.2f%% p=%.3f (runs %v vs %v)", m.Name, m.DeltaPct, m.P, m.BaselineRuns, m.CandidateRuns))
+			}
+		}
+		if len(flagged) == 0 {
+			return
+		}
+		t.Logf("A/B %d of 2 between identical targets flagged %d metric(s), want ~: %s", attempt, len(flagged), strings.Join(flagged, "; "))
 	}
+	t.Errorf("both A/Bs between identical targets flagged a metric as significant, want ~ for every one: %s", strings.Join(flagged, "; "))
 }
