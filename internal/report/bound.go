@@ -7,10 +7,12 @@ import (
 
 // Client-bound thresholds (docs/design.md, invariant 6): ClientBusyLimit
 // is the busy fraction of an agent's usable CPUs above which it is
-// client-bound; ClientWaitLimit the fraction of its usable CPU time its
-// threads may spend runnable but waiting for a CPU (run-queue delay, from
-// /proc/self/task/*/schedstat: two agents sharing one CPU each wait about
-// half the time while neither is 90 % busy); ClientMissedLimit the
+// client-bound; ClientWaitLimit the run-queue delay its threads may
+// accumulate (runnable but waiting for a CPU, from
+// /proc/self/task/*/schedstat, summed over threads) in seconds per second
+// of the window per usable CPU: two agents sharing one CPU each wait
+// about 0.5 s per second while neither is 90 % busy; the sum can exceed 1
+// when more threads are runnable than there are CPUs; ClientMissedLimit the
 // fraction of open-loop sends scheduled that may be late by the agents'
 // own scheduling (and, for ServerBound, late for a free connection).
 const (
@@ -39,8 +41,11 @@ func (r *Report) flagBound() {
 			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's CPUs were %.0f %% busy", a.Name, 100*a.CPUUtil))
 		}
 		if a.CPUWait > ClientWaitLimit {
-			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's threads waited for a CPU %.0f %% of the time (run-queue delay %.2fs; its CPUs %.0f %% busy)",
-				a.Name, 100*a.CPUWait, a.CPUWaitS, 100*a.CPUUtil))
+			// CPUWait is seconds of waiting per second per usable CPU: a sum
+			// over threads, it exceeds 1 when more threads were runnable
+			// than there were CPUs, so it is no fraction of the time.
+			r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("agent %s's threads waited for a CPU %.2fs per second per CPU (run-queue delay %.2fs summed over its threads, %s; its CPUs %.0f %% busy)",
+				a.Name, a.CPUWait, a.CPUWaitS, plural(int64(a.CPUs), "CPU"), 100*a.CPUUtil))
 		}
 	}
 	scheduled := r.Issued + r.Unsent // Missed includes the never sent, which Issued does not

@@ -51,8 +51,9 @@ func TestServerBound(t *testing.T) {
 }
 
 // TestCPUWaitBound: an agent at 50 % CPU whose threads waited for a CPU
-// half the time (two agents on one CPU) is client-bound, named; at 20 %
-// it is not.
+// 0.5 s per second per CPU (two agents on one CPU) is client-bound, named;
+// at 0.2 it is not; a wait summed over threads beyond the window times the
+// CPUs is stated per second per CPU, never as over 100 % of the time.
 func TestCPUWaitBound(t *testing.T) {
 	res := result(t)
 	res.Agents[0].CpuTime = durationpb.New(2 * time.Second) // 50 % of 2 CPUs × 2 s
@@ -61,12 +62,18 @@ func TestCPUWaitBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "agent agent-1's threads waited for a CPU 50 % of the time (run-queue delay 2.00s; its CPUs 50 % busy)"
+	want := "agent agent-1's threads waited for a CPU 0.50s per second per CPU (run-queue delay 2.00s summed over its threads, 2 CPUs; its CPUs 50 % busy)"
 	if !r.ClientBound || len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want {
 		t.Fatalf("client-bound %v, reasons %q; want %q", r.ClientBound, r.ClientBoundReasons, want)
 	}
 	if a := r.AgentRows[0]; a.CPUWait != 0.5 || a.CPUWaitS != 2 {
 		t.Errorf("agent row cpu_wait %v, cpu_wait_s %v; want 0.5, 2", a.CPUWait, a.CPUWaitS)
+	}
+	res.Agents[0].CpuWait = durationpb.New(5520 * time.Millisecond) // more threads runnable than CPUs
+	r, _ = wire.ReportFromResult(res)
+	want = "agent agent-1's threads waited for a CPU 1.38s per second per CPU (run-queue delay 5.52s summed over its threads, 2 CPUs; its CPUs 50 % busy)"
+	if len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want {
+		t.Errorf("wait over the window times the CPUs: reasons %q; want %q", r.ClientBoundReasons, want)
 	}
 	res.Agents[0].CpuWait = durationpb.New(800 * time.Millisecond)
 	if r, _ = wire.ReportFromResult(res); r.ClientBound {

@@ -266,7 +266,7 @@ type Report struct {
 	// ClientBound is set when the load generators were the limit
 	// (bound.go, docs/design.md invariant 6): an agent's CPUs over
 	// ClientBusyLimit busy, its threads waiting for a CPU over
-	// ClientWaitLimit of the time, more than ClientMissedLimit of the
+	// ClientWaitLimit seconds per second per CPU, more than ClientMissedLimit of the
 	// open-loop sends late by the agents' own scheduling, or (without a
 	// backlog) a send lateness p99 above LatenessLimit: the numbers may
 	// measure the client, not the server. Each reason names its agent.
@@ -522,8 +522,9 @@ type Agent struct {
 	// window times its usable CPUs, a 0-1 fraction.
 	CPUUtil float64 `json:"cpu_util"`
 	// CPUWait is the agent's run-queue delay (its threads runnable but
-	// waiting for a CPU, summed) over the window times its usable CPUs,
-	// a fraction; CPUWaitS the delay in seconds.
+	// waiting for a CPU, summed) over the window times its usable CPUs:
+	// seconds per second per CPU, above 1 when more threads were
+	// runnable than there were CPUs; CPUWaitS the delay in seconds.
 	CPUWait  float64 `json:"cpu_wait"`
 	CPUWaitS float64 `json:"cpu_wait_s"`
 	CPUs     int32   `json:"cpus"`
