@@ -293,8 +293,9 @@ var reportFormats = map[string]func(w io.Writer, run *report.Run, rep *report.Re
 	"text": func(w io.Writer, _ *report.Run, rep *report.Report) error {
 		return rep.WriteText(w, report.TextOptions{Latency: true})
 	},
-	"json": func(w io.Writer, _ *report.Run, rep *report.Report) error { return rep.WriteJSON(w) },
-	"csv":  func(w io.Writer, run *report.Run, _ *report.Report) error { return report.WriteCSV(w, run, false) },
+	"json":   func(w io.Writer, _ *report.Run, rep *report.Report) error { return rep.WriteJSON(w) },
+	"h2load": func(w io.Writer, _ *report.Run, rep *report.Report) error { return rep.WriteH2load(w) },
+	"csv":    func(w io.Writer, run *report.Run, _ *report.Report) error { return report.WriteCSV(w, run, false) },
 	"csv-per-agent": func(w io.Writer, run *report.Run, _ *report.Report) error {
 		return report.WriteCSV(w, run, true)
 	},

@@ -84,7 +84,10 @@ func TestStoreCommandsOnDataDir(t *testing.T) {
 	if out, errOut, code = coordctl("report", "--data-dir", dir, "--format", "csv", id); code != 0 || strings.Count(out, "\n") != 3 {
 		t.Errorf("report --format csv: exit %d, want a header and 2 rows\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code = coordctl("report", "--data-dir", dir, "--format", "pdf", id); code != 2 || !strings.Contains(errOut, "csv, csv-per-agent, hlog, html, json, text") {
+	if out, errOut, code = coordctl("report", "--data-dir", dir, "--format", "h2load", id); code != 0 || !strings.Contains(out, "requests: 200 total") {
+		t.Errorf("report --format h2load: exit %d, want h2load's requests line\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code = coordctl("report", "--data-dir", dir, "--format", "pdf", id); code != 2 || !strings.Contains(errOut, "csv, csv-per-agent, h2load, hlog, html, json, text") {
 		t.Errorf("report --format pdf: exit %d, %q: want 2 listing the formats", code, errOut)
 	}
 	if _, errOut, code = coordctl("report", "--data-dir", dir, "nope"); code != 1 || !strings.Contains(errOut, "no such run") {
