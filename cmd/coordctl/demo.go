@@ -125,6 +125,7 @@ test against the target, and prints the merged report.`,
 			if err != nil {
 				return err
 			}
+			rep.NotStored = dataDir == ""
 			if err := writeReport(cmd, rep, sum, jsonOut); err != nil {
 				return err
 			}

@@ -87,7 +87,7 @@ func (r *Report) WriteH2load(w io.Writer) error {
 	} else {
 		p.f("req/s           : %10s  %10s  %10s  %10s%9s\n", "-", "-", "-", "-", "-")
 	}
-	p.f("Run ID: %s\n", r.RunID)
+	p.f("Run ID: %s\n", r.runIDText())
 	return p.err
 }
 

@@ -184,6 +184,10 @@ type AgentInterval struct {
 // (see README "The report").
 type Report struct {
 	RunID string `json:"run_id"`
+	// NotStored is set by the caller when no run store keeps the run
+	// (coordctl demo with an empty --data-dir): the text and h2load reports then say
+	// "(not stored)" after the run ID, which coordctl report cannot find.
+	NotStored bool `json:"not_stored,omitempty"`
 	Labels
 	Verdict
 	// Target is the plan's URL.

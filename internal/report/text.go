@@ -258,7 +258,7 @@ func (r *Report) writeCluster(p *printer) {
 	}
 	r.writeThresholds(p)
 	if r.CoordinatorLost != "" {
-		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.RunID)
+		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.runIDText())
 		return
 	}
 	p.f("Agents:\n")
@@ -278,7 +278,16 @@ func (r *Report) writeCluster(p *printer) {
 		}
 	}
 	r.writeProvenance(p)
-	p.f("Run ID: %s\n", r.RunID)
+	p.f("Run ID: %s\n", r.runIDText())
+}
+
+// runIDText is the run ID as the reports print it: with "(not stored)"
+// when NotStored.
+func (r *Report) runIDText() string {
+	if r.NotStored {
+		return r.RunID + " (not stored)"
+	}
+	return r.RunID
 }
 
 // notAll200 reports whether any completed response had a status other

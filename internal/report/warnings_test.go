@@ -85,3 +85,31 @@ func TestNoRequestCompletedWarning(t *testing.T) {
 		t.Errorf("one response among the errors: Warnings() = %q, want none", w)
 	}
 }
+
+// TestRunIDNotStored: a report of a run no store keeps says so after its
+// run ID, in the text and h2load layouts; a stored one does not.
+func TestRunIDNotStored(t *testing.T) {
+	r, err := wire.ReportFromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, notStored := range []bool{false, true} {
+		r.NotStored = notStored
+		var text, h2 bytes.Buffer
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteH2load(&h2); err != nil {
+			t.Fatal(err)
+		}
+		want := "Run ID: " + r.RunID + "\n"
+		if notStored {
+			want = "Run ID: " + r.RunID + " (not stored)\n"
+		}
+		for name, out := range map[string]string{"text": text.String(), "h2load": h2.String()} {
+			if !strings.Contains(out, want) {
+				t.Errorf("not stored %v: the %s report lacks %q:\n%s", notStored, name, want, out)
+			}
+		}
+	}
+}
