@@ -178,7 +178,7 @@ func (v *progressView) statusLine(pr *pb.Progress) string {
 	if pr.GetP99Us() > 0 {
 		fmt.Fprintf(&b, "  p99 %s", report.FormatMicros(float64(pr.GetP99Us())))
 	}
-	fmt.Fprintf(&b, "  %d errors", v.errors)
+	fmt.Fprintf(&b, "  %s", report.Plural(v.errors, "error"))
 	if pt != nil {
 		total := max(v.agents, int(pt.GetAgents()))
 		fmt.Fprintf(&b, "  %d/%d agents", pt.GetAgents(), total)
@@ -238,13 +238,13 @@ func progressLine(pr *pb.Progress) string {
 	secs := pr.GetInterval().AsDuration().Seconds()
 	line := fmt.Sprintf("  [%3d] %10.0f req/s", pr.GetIndex()+1, float64(pr.GetRequests())/max(secs, 1e-9))
 	if pt := pr.GetPoint(); pt.GetPartial() {
-		line += fmt.Sprintf("  (partial: %d agents)", pt.GetAgents())
+		line += fmt.Sprintf("  (partial: %s)", report.Plural(int64(pt.GetAgents()), "agent"))
 	}
 	if pr.GetP99Us() > 0 {
 		line += fmt.Sprintf("  p99 %s", report.FormatMicros(float64(pr.GetP99Us())))
 	}
 	if pr.GetErrors() > 0 {
-		line += fmt.Sprintf("  %d errors", pr.GetErrors())
+		line += "  " + report.Plural(pr.GetErrors(), "error")
 	}
 	return line
 }

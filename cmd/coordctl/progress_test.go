@@ -281,3 +281,16 @@ func TestRunProgressPipe(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressLineSingular: one agent and one error are singular in the
+// plain progress line, two plural.
+func TestProgressLineSingular(t *testing.T) {
+	one := &pb.Progress{Index: 0, Interval: durationpb.New(time.Second), Requests: 10, Errors: 1, Point: &pb.TimelinePoint{Partial: true, Agents: 1}}
+	if got := progressLine(one); !strings.Contains(got, "(partial: 1 agent)") || !strings.HasSuffix(got, "  1 error") {
+		t.Errorf("progressLine = %q; want (partial: 1 agent) and 1 error", got)
+	}
+	two := &pb.Progress{Index: 0, Interval: durationpb.New(time.Second), Requests: 10, Errors: 2, Point: &pb.TimelinePoint{Partial: true, Agents: 2}}
+	if got := progressLine(two); !strings.Contains(got, "(partial: 2 agents)") || !strings.HasSuffix(got, "  2 errors") {
+		t.Errorf("progressLine = %q; want (partial: 2 agents) and 2 errors", got)
+	}
+}

@@ -108,8 +108,8 @@ func (r *Report) writeProvenance(p *printer) {
 			continue
 		}
 		ap := a.AgentProvenance
-		p.f("  %s: host %s, %s, %d x %s, %d CPUs used (%s), %s %s, %s %s, agent %s\n",
-			a.Name, orDash(ap.Hostname), orDash(ap.Kernel), ap.CPUCount, orDash(ap.CPUModel), a.CPUs, pinned,
+		p.f("  %s: host %s, %s, %d x %s, %s used (%s), %s %s, %s %s, agent %s\n",
+			a.Name, orDash(ap.Hostname), orDash(ap.Kernel), ap.CPUCount, orDash(ap.CPUModel), plural(int64(a.CPUs), "CPU"), pinned,
 			orDash(ap.GoVersion), orDash(ap.OSArch), orDash(ap.TLSLibrary), orDash(ap.TLSLibraryVersion), fmtBuild(ap.AgentVersion, ap.AgentCommit))
 	}
 }

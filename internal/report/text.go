@@ -83,7 +83,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		}
 	}
 	if r.MaxStreams > 0 {
-		p.f("  HTTP/2, %d concurrent streams per connection\n", r.MaxStreams)
+		p.f("  HTTP/2, %s per connection\n", plural(int64(r.MaxStreams), "concurrent stream"))
 	}
 	if r.Close == "rst" {
 		p.f("  connections closed by a TCP reset (--close rst)\n")
@@ -186,10 +186,10 @@ func (r *Report) writeCluster(p *printer) {
 		}
 	}
 	if r.Retries > 0 {
-		p.f("; %d retries", r.Retries)
+		p.f("; %s", pluralOf(r.Retries, "retry", "retries"))
 	}
 	if r.Redirects > 0 {
-		p.f("; %d redirects followed", r.Redirects)
+		p.f("; %s followed", plural(r.Redirects, "redirect"))
 	}
 	p.f("\n")
 	if len(r.TLS.Version) > 0 {
@@ -204,7 +204,7 @@ func (r *Report) writeCluster(p *printer) {
 			fmtBytes(float64(r.BodyBytes)), fmtBytes(float64(r.BytesRead)), fmtBytes(float64(r.HeaderBytes)))
 	}
 	if r.InFlight > 0 {
-		p.f("In flight:    %d requests when the window closed (not counted above)\n", r.InFlight)
+		p.f("In flight:    %s when the window closed (not counted above)\n", plural(r.InFlight, "request"))
 	}
 	if r.Mode == "open" {
 		label := "Target"
@@ -216,9 +216,9 @@ func (r *Report) writeCluster(p *printer) {
 			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
 		}
 		if cr := r.ConnectionRate; cr != nil {
-			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %d starts late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), r.Missed, never)
+			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), never)
 		} else {
-			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %d sends started late (missed)%s\n", label, r.TargetRPS, r.RPS, r.Missed, never)
+			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %s started late (missed)%s\n", label, r.TargetRPS, r.RPS, plural(r.Missed, "send"), never)
 		}
 	}
 	if len(r.Stages) > 0 {
@@ -248,7 +248,7 @@ func (r *Report) writeCluster(p *printer) {
 		p.f("Start skew:   %10s across %s\n", skew, across)
 	}
 	if w := r.Warmup; w != nil {
-		p.f("Warm-up:      %s, %d requests, %d errors (excluded above)\n", fmtSeconds(w.DurationS), w.Requests, sum(w.Errors))
+		p.f("Warm-up:      %s, %s, %s (excluded above)\n", fmtSeconds(w.DurationS), plural(w.Requests, "request"), plural(sum(w.Errors), "error"))
 	}
 	if r.ClientBound {
 		p.f("WARNING: client-bound: %s; these numbers may measure the load generators, not the server\n", strings.Join(r.ClientBoundReasons, "; "))

@@ -21,7 +21,7 @@ import (
 func (r *Report) Warnings() []string {
 	var out []string
 	if n := r.ErrorTotal(); r.Requests == 0 && n > 0 {
-		w := fmt.Sprintf("no request completed: %d errors (%s): every figure below is of failures", n, statusList(r.Errors))
+		w := fmt.Sprintf("no request completed: %s (%s): every figure below is of failures", plural(n, "error"), statusList(r.Errors))
 		if r.Errors["truncated"]+r.Errors["protocol"] == n && strings.HasPrefix(r.Target, "http://") && r.MaxStreams == 0 {
 			w += "; the server may speak only HTTP/2 (h2c): try --http2"
 		}
