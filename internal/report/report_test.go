@@ -350,6 +350,10 @@ func TestTextHeader(t *testing.T) {
 	if got := text(res); !strings.HasPrefix(got, "Running 100000-request test @ ") {
 		t.Errorf("count mode:\n%s", got)
 	}
+	res.Plan.Duration = durationpb.New(2 * time.Second) // -n with -d: whichever comes first
+	if got := text(res); !strings.HasPrefix(got, "Running 100000-request test (at most 2s) @ https://127.0.0.1:8443/\n") {
+		t.Errorf("count mode bounded by -d 2s:\n%s", got)
+	}
 	res = result(t)
 	res.Window = durationpb.New(90 * time.Second)
 	res.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500}}

@@ -27,7 +27,8 @@ type TextOptions struct {
 type Header struct {
 	Target string
 	// Duration is the planned window (-d); Requests the planned count (-n),
-	// which the header names instead when set.
+	// which the header names instead when set, with Duration as its bound
+	// ("Running 500000-request test (at most 2s) @ URL") when both are.
 	Duration    time.Duration
 	Requests    int64
 	Agents      int
@@ -42,7 +43,9 @@ func WriteHeader(w io.Writer, h Header) error {
 }
 
 func (p *printer) header(h Header) {
-	if h.Requests > 0 {
+	if h.Requests > 0 && h.Duration > 0 { // count mode with -d: whichever comes first (docs/plan.md)
+		p.f("Running %d-request test (at most %s) @ %s\n", h.Requests, fmtWindow(h.Duration.Seconds()), h.Target)
+	} else if h.Requests > 0 {
 		p.f("Running %d-request test @ %s\n", h.Requests, h.Target)
 	} else {
 		p.f("Running %s test @ %s\n", fmtWindow(h.Duration.Seconds()), h.Target)
@@ -58,8 +61,8 @@ func (p *printer) header(h Header) {
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	p := &printer{w: w}
 	if !o.NoHeader {
-		window := r.PlanDurationS
-		if window == 0 {
+		window := r.PlanDurationS // in count mode, the -d bound or none
+		if window == 0 && r.PlanRequests == 0 {
 			window = r.DurationS
 		}
 		p.header(Header{Target: r.Target, Duration: time.Duration(window * float64(time.Second)), Requests: r.PlanRequests,
