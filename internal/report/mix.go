@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // writeMix writes each request of a mix apart, under the totals: its
@@ -12,8 +13,15 @@ func (r *Report) writeMix(p *printer) {
 	if len(r.Mix) == 0 {
 		return
 	}
+	// The METHOD and URL columns are as wide as their longest entry (at
+	// least 7 and 32): a longer URL would push its row's figures out of
+	// their columns. fmt pads by runes, as utf8.RuneCountInString counts.
+	mw, uw := 7, 32
+	for _, m := range r.Mix {
+		mw, uw = max(mw, utf8.RuneCountInString(m.Method)), max(uw, utf8.RuneCountInString(m.URL))
+	}
 	p.f("Mix:\n")
-	p.f("  %-3s %-7s %-32s %10s %9s %9s %8s %s\n", "#", "METHOD", "URL", "REQUESTS", "p50", "p99", "ERRORS", "STATUS")
+	p.f("  %-3s %-*s %-*s %10s %9s %9s %8s %s\n", "#", mw, "METHOD", uw, "URL", "REQUESTS", "p50", "p99", "ERRORS", "STATUS")
 	for _, m := range r.Mix {
 		p50, p99 := "-", "-"
 		if m.Latency != nil {
@@ -26,7 +34,7 @@ func (r *Report) writeMix(p *printer) {
 		if status == "" {
 			status = "-"
 		}
-		p.f("  %-3d %-7s %-32s %10d %9s %9s %8d %s\n", m.Index, m.Method, m.URL, m.Requests, p50, p99, sum(m.Errors), status)
+		p.f("  %-3d %-*s %-*s %10d %9s %9s %8d %s\n", m.Index, mw, m.Method, uw, m.URL, m.Requests, p50, p99, sum(m.Errors), status)
 	}
 	if r.MixAgents < len(r.AgentRows) {
 		p.f("  %s\n", fmt.Sprintf("(over %d of %d agents: the others ended before their results; their requests are in the totals only)",

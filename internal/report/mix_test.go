@@ -77,3 +77,33 @@ func TestMixOverFewerAgents(t *testing.T) {
 		t.Errorf("inconsistent mix: %v", err)
 	}
 }
+
+// TestMixLongURL: a URL longer than the default column widens it, so
+// that every row's REQUESTS column starts where the header's does.
+func TestMixLongURL(t *testing.T) {
+	res := mixResult(t)
+	res.Plan.Mix[1].Url = "https://127.0.0.1:8443/a/rather/long/path/for/the/second/request?with=query"
+	res.Plan.Mix[1].Method = "PROPFIND"
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, mix, _ := strings.Cut(b.String(), "Mix:\n")
+	lines := strings.Split(mix, "\n")
+	if len(lines) < 3 {
+		t.Fatalf("mix table:\n%s", mix)
+	}
+	col := strings.Index(lines[0], "URL")
+	end := strings.Index(lines[0], "REQUESTS") + len("REQUESTS")
+	for _, l := range lines[1:3] {
+		// each row: its URL starts under URL, and its request count ends
+		// where REQUESTS does
+		if len(l) < end || l[col:col+8] != "https://" || l[end] != ' ' || l[end-1] < '0' || l[end-1] > '9' {
+			t.Errorf("row misaligned with the header:\n%s\n%s", lines[0], l)
+		}
+	}
+}
