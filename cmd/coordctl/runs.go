@@ -172,7 +172,7 @@ func newRunRow(s *pb.RunSummary) runRow {
 		Target: r.GetPlan().GetUrl(), Tags: r.GetTags(), Note: r.GetNote(), SearchID: r.GetSearchId(), WindowS: s.GetWindowS(),
 		Requests: s.GetRequests(), RPS: s.GetRps(), Errors: s.GetErrors(), P99Us: s.GetP99Us(), Intervals: s.GetIntervals(),
 		Thresholds: r.GetThresholds(), ThresholdsFailed: s.GetThresholdsFailed(), Error: r.GetError()}
-	if r.GetResult().GetPartial() {
+	if s.GetPartial() {
 		row.Partial = true
 		if r.GetState() == pb.RunState_RUN_STATE_FINISHED {
 			row.State = "partial"

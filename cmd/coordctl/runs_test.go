@@ -132,8 +132,16 @@ func TestRunThresholdFlags(t *testing.T) {
 // TestRunRowPartial: a finished run that lost an agent is listed as
 // partial, in the table and in --json, not as finished.
 func TestRunRowPartial(t *testing.T) {
-	whole := &pb.RunSummary{Run: &pb.StoredRun{RunId: "w", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{}}}
-	part := &pb.RunSummary{Run: &pb.StoredRun{RunId: "p", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{Partial: true}}}
+	// as the store lists them: a summary without the result
+	whole, err := store.Summarize(&pb.StoredRun{RunId: "w", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := store.Summarize(&pb.StoredRun{RunId: "p", State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{Partial: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole.Run.Result, part.Run.Result = nil, nil
 	if r := newRunRow(whole); r.State != "finished" || r.Partial {
 		t.Errorf("whole run: state %q, partial %v; want finished, false", r.State, r.Partial)
 	}

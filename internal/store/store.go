@@ -389,7 +389,7 @@ func Summarize(r *pb.StoredRun) (*pb.RunSummary, error) {
 	sum := &pb.RunSummary{Run: r, Intervals: int32(len(r.GetIntervals()))}
 	lat := hist.New()
 	if res := r.GetResult(); res != nil {
-		sum.WindowS = res.GetWindow().AsDuration().Seconds()
+		sum.WindowS, sum.Partial = res.GetWindow().AsDuration().Seconds(), res.GetPartial()
 		for _, t := range res.GetThresholds() {
 			if !t.GetPass() {
 				sum.ThresholdsFailed = append(sum.ThresholdsFailed, t.GetThreshold())

@@ -227,3 +227,33 @@ func TestUserDir(t *testing.T) {
 	}
 
 }
+
+// TestListPartial: a finished run that lost an agent is listed with
+// partial set, though the listing carries no result.
+func TestListPartial(t *testing.T) {
+	st, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	empty, err := hist.New().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, partial := range map[string]bool{"20261202T100000Z-aaaaaa": false, "20261202T100001Z-bbbbbb": true} {
+		r := &pb.StoredRun{RunId: id, Plan: &pb.Plan{Url: "https://127.0.0.1:8443/"}, AcceptedAtUnixNano: 1,
+			State: pb.RunState_RUN_STATE_FINISHED, Result: &pb.RunResult{Partial: partial, Histograms: &pb.Histograms{Latency: empty, Connect: empty, TlsFull: empty, TlsResumed: empty, Ttfb: empty, ServiceTime: empty, Lateness: empty}}}
+		if err := st.Import(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := st.List(Filter{})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("List: %d runs, %v", len(runs), err)
+	}
+	for _, s := range runs {
+		if want := s.GetRun().GetRunId() == "20261202T100001Z-bbbbbb"; s.GetPartial() != want || s.GetRun().GetResult() != nil {
+			t.Errorf("run %s: partial %v, result %v; want partial %v and no result", s.GetRun().GetRunId(), s.GetPartial(), s.GetRun().GetResult(), want)
+		}
+	}
+}

@@ -229,8 +229,12 @@ type RunSummary struct {
 	Intervals int32 `protobuf:"varint,7,opt,name=intervals,proto3" json:"intervals,omitempty"`
 	// thresholds_failed lists the result's thresholds that failed.
 	ThresholdsFailed []string `protobuf:"bytes,8,rep,name=thresholds_failed,json=thresholdsFailed,proto3" json:"thresholds_failed,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// partial is the result's partial: the run finished but was not whole
+	// (it lost an agent), which the listing cannot tell otherwise, having
+	// no result.
+	Partial       bool `protobuf:"varint,9,opt,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSummary) Reset() {
@@ -317,6 +321,13 @@ func (x *RunSummary) GetThresholdsFailed() []string {
 		return x.ThresholdsFailed
 	}
 	return nil
+}
+
+func (x *RunSummary) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
 }
 
 // GetRunRequest names a stored run.
@@ -2769,7 +2780,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\tsearch_id\x18\x04 \x01(\tR\bsearchId\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\">\n" +
 	"\x10ListRunsResponse\x12*\n" +
-	"\x04runs\x18\x01 \x03(\v2\x16.phalanx.v1.RunSummaryR\x04runs\"\xf8\x01\n" +
+	"\x04runs\x18\x01 \x03(\v2\x16.phalanx.v1.RunSummaryR\x04runs\"\x92\x02\n" +
 	"\n" +
 	"RunSummary\x12'\n" +
 	"\x03run\x18\x01 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run\x12\x19\n" +
@@ -2779,7 +2790,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x15\n" +
 	"\x06p99_us\x18\x06 \x01(\x03R\x05p99Us\x12\x1c\n" +
 	"\tintervals\x18\a \x01(\x05R\tintervals\x12+\n" +
-	"\x11thresholds_failed\x18\b \x03(\tR\x10thresholdsFailed\"&\n" +
+	"\x11thresholds_failed\x18\b \x03(\tR\x10thresholdsFailed\x12\x18\n" +
+	"\apartial\x18\t \x01(\bR\apartial\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"9\n" +
 	"\x0eGetRunResponse\x12'\n" +
