@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/target/targettest"
+	"golang.org/x/sys/unix"
 )
 
 // boundRun runs coordctl run with args against the process coordinator c
@@ -94,7 +97,13 @@ func TestClientBoundSharedCPU(t *testing.T) {
 	c := startProcCoordinator(t)
 	names := []string{"shared-a", "shared-b"}
 	startBoundAgents(t, c, names, "--cpus", pin)
+	// On a quiet machine the in-process target, not the agents, is the
+	// limit (agents 10 % busy each, run-queue wait 20 %): a thread of this
+	// process spinning on the agents' CPU for the run makes the CPU they
+	// share a busy one, as on a client machine running something else.
+	stop := spinOn(t, pin, 30*time.Second)
 	r := boundRun(t, c, caFile, "-c", "32", "-d", "3s", srv.URL())
+	stop()
 	for _, a := range r.AgentRows {
 		t.Logf("agent %s: cpu %.0f %%, run-queue wait %.0f %% (%.2fs), pinned %s", a.Name, 100*a.CPUUtil, 100*a.CPUWait, a.CPUWaitS, a.CPUList)
 	}
@@ -135,4 +144,41 @@ func lastAllowedCPU(t *testing.T) string {
 		t.Skip("no schedstat: ", err)
 	}
 	return cpuset.Format(allowed[len(allowed)-1:])
+}
+
+// spinOn keeps one OS thread of this process busy on CPU cpu until the
+// returned stop is called, the test ends, or limit passes, whichever is
+// first.
+func spinOn(t *testing.T, cpu string, limit time.Duration) (stop func()) {
+	t.Helper()
+	n, err := strconv.Atoi(cpu)
+	if err != nil {
+		t.Fatalf("cpu %q: %v", cpu, err)
+	}
+	var done atomic.Bool
+	exited := make(chan struct{})
+	pinned := make(chan error, 1)
+	go func() {
+		defer close(exited)
+		runtime.LockOSThread() // never unlocked: the thread exits with its changed affinity
+		var set unix.CPUSet
+		set.Set(n)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			pinned <- err
+			return
+		}
+		pinned <- nil
+		deadline := time.Now().Add(limit)
+		for !done.Load() && time.Now().Before(deadline) {
+		}
+	}()
+	if err := <-pinned; err != nil {
+		t.Fatalf("pin a spinning thread to CPU %d: %v", n, err)
+	}
+	stop = func() {
+		done.Store(true)
+		<-exited
+	}
+	t.Cleanup(stop)
+	return stop
 }

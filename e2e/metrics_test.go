@@ -10,6 +10,7 @@ import (
 	"github.com/phalanxload/phalanx/agent"
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/metrics/metricstest"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -94,8 +95,8 @@ func TestMetricsMatchReport(t *testing.T) {
 	for kind, n := range rep.Errors {
 		check("coordinator", "phalanx_run_errors_total{kind="+kind+"}", metricstest.Value(fams, "phalanx_run_errors_total", append(run, "kind", kind)...), n)
 	}
-	if n := len(fams["phalanx_run_errors_total"].GetMetric()); n != 9 {
-		t.Errorf("phalanx_run_errors_total has %d kinds, want the 9", n)
+	if n := len(fams["phalanx_run_errors_total"].GetMetric()); n != int(measure.NumErrorKinds) {
+		t.Errorf("phalanx_run_errors_total has %d kinds, want all %d", n, measure.NumErrorKinds)
 	}
 	lat := metricstest.Series(fams, "phalanx_run_latency_seconds", run...).GetHistogram()
 	check("coordinator", "phalanx_run_latency_seconds_count", float64(lat.GetSampleCount()), rep.Latency.Count)
