@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +16,6 @@ import (
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/target/targettest"
-	"golang.org/x/sys/unix"
 )
 
 // boundRun runs coordctl run with args against the process coordinator c
@@ -98,29 +97,44 @@ func TestClientBoundSharedCPU(t *testing.T) {
 	names := []string{"shared-a", "shared-b"}
 	startBoundAgents(t, c, names, "--cpus", pin)
 	// On a quiet machine the in-process target, not the agents, is the
-	// limit (agents 10 % busy each, run-queue wait 20 %): a thread of this
-	// process spinning on the agents' CPU for the run makes the CPU they
-	// share a busy one, as on a client machine running something else.
+	// limit (agents 10 % busy each, run-queue wait 20 %): a process
+	// spinning on the agents' CPU for the run makes the CPU they share a
+	// busy one, as on a client machine running something else.
 	stop := spinOn(t, pin, 30*time.Second)
 	r := boundRun(t, c, caFile, "-c", "32", "-d", "3s", srv.URL())
 	stop()
+	var contended []string
 	for _, a := range r.AgentRows {
 		t.Logf("agent %s: cpu %.0f %%, run-queue wait %.0f %% (%.2fs), pinned %s", a.Name, 100*a.CPUUtil, 100*a.CPUWait, a.CPUWaitS, a.CPUList)
-	}
-	if !r.ClientBound {
-		t.Fatalf("two agents on CPU %s: not client-bound", pin)
+		if a.CPUWaitS <= 0 {
+			t.Errorf("agent %s sharing CPU %s with another agent and a busy process reported no run-queue delay", a.Name, pin)
+		}
+		if a.CPUWait > report.ClientWaitLimit || a.CPUUtil > report.ClientBusyLimit {
+			contended = append(contended, a.Name)
+		}
 	}
 	if r.ServerBound {
 		t.Errorf("client- and server-bound at once: %q", r.ServerBoundReasons)
 	}
+	if len(contended) == 0 {
+		// How long a waking agent waits behind a busy process is the
+		// kernel scheduler's choice: 16-44 % of the time in runs of this
+		// test on one 2-core machine. Below the rule's limit the verdict
+		// must stay silent (checked above), and the rule itself is judged
+		// by TestCPUWaitBound on exact figures.
+		if r.ClientBound {
+			t.Errorf("client-bound %q with every agent under the limits", r.ClientBoundReasons)
+		}
+		t.Skipf("the shared CPU %s was not contended past the %.0f %% run-queue limit on this machine this time", pin, 100*report.ClientWaitLimit)
+	}
+	if !r.ClientBound {
+		t.Fatalf("agents %v on CPU %s past the run-queue limit: not client-bound", contended, pin)
+	}
 	reasons := strings.Join(r.ClientBoundReasons, "; ")
-	for _, name := range names {
+	for _, name := range contended {
 		if !strings.Contains(reasons, "agent "+name+"'s threads waited for a CPU") && !strings.Contains(reasons, "agent "+name+"'s CPUs were") {
 			t.Errorf("reasons %q: want agent %s named by its CPU wait", reasons, name)
 		}
-	}
-	if !strings.Contains(reasons, "waited for a CPU") {
-		t.Errorf("reasons %q: want the run-queue delay named", reasons)
 	}
 }
 
@@ -146,38 +160,26 @@ func lastAllowedCPU(t *testing.T) string {
 	return cpuset.Format(allowed[len(allowed)-1:])
 }
 
-// spinOn keeps one OS thread of this process busy on CPU cpu until the
-// returned stop is called, the test ends, or limit passes, whichever is
-// first.
+// spinOn keeps a process busy on CPU cpu (taskset, a shell loop) until
+// the returned stop is called, the test ends, or limit passes, whichever
+// is first. A process, not a thread of this one: a spinning goroutine
+// holds one of this process's Ps, which the in-process target needs.
 func spinOn(t *testing.T, cpu string, limit time.Duration) (stop func()) {
 	t.Helper()
-	n, err := strconv.Atoi(cpu)
+	taskset, err := exec.LookPath("taskset")
 	if err != nil {
-		t.Fatalf("cpu %q: %v", cpu, err)
+		t.Fatalf("taskset (util-linux) to pin a busy process to CPU %s: %v", cpu, err)
 	}
-	var done atomic.Bool
-	exited := make(chan struct{})
-	pinned := make(chan error, 1)
-	go func() {
-		defer close(exited)
-		runtime.LockOSThread() // never unlocked: the thread exits with its changed affinity
-		var set unix.CPUSet
-		set.Set(n)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			pinned <- err
-			return
-		}
-		pinned <- nil
-		deadline := time.Now().Add(limit)
-		for !done.Load() && time.Now().Before(deadline) {
-		}
-	}()
-	if err := <-pinned; err != nil {
-		t.Fatalf("pin a spinning thread to CPU %d: %v", n, err)
+	cmd := exec.Command(taskset, "-c", cpu, "timeout", strconv.Itoa(int(limit.Seconds())), "sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start a busy process on CPU %s: %v", cpu, err)
 	}
+	var once sync.Once
 	stop = func() {
-		done.Store(true)
-		<-exited
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
 	}
 	t.Cleanup(stop)
 	return stop
