@@ -52,8 +52,12 @@ func TestClockShiftDoesNotChangeResults(t *testing.T) {
 		}
 		// The first sends pass through a wake-up each: margin for the
 		// scheduling delays measured during the run.
-		if allow := float64(noise.P99.Microseconds()); r.StartSkewUs >= 5_000+allow {
-			t.Errorf("shifts %v: start skew %.0f us, want < 5 ms (+ %.0f us for measured scheduling noise)", shifts, r.StartSkewUs, allow)
+		// One stall of an agent's start wait moves its first send by up
+		// to the longest wake-up delay measured during the run (with go
+		// test's packages in parallel on 2 cores: 23-30 ms max against a
+		// 1.2-1.9 ms p99, in both the shifted and the unshifted run).
+		if allow := float64(noise.Max.Microseconds()); r.StartSkewUs >= 5_000+allow {
+			t.Errorf("shifts %v: start skew %.0f us, want < 5 ms (+ %.0f us, the longest scheduling stall measured)", shifts, r.StartSkewUs, allow)
 		}
 		return r, noise
 	}
