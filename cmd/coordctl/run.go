@@ -221,7 +221,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.host, "host", "", "Host header (and HTTP/2 :authority) to send instead of the URL's")
 	fl.StringVar(&f.connectTo, "connect-to", "", "dial HOST:PORT instead of the URL's host, keeping its name for Host and SNI")
 	fl.StringVar(&f.resolver, "resolver", "", "DNS server HOST:PORT to resolve the target with (default: the system's); each agent resolves once")
-	fl.StringVar(&f.mixFile, "mix", "", "request-mix file: lines of METHOD URL [header=\"N: v\"] [body=FILE] [weight=N]")
+	fl.StringVar(&f.mixFile, "mix", "", "request-mix file: lines of METHOD URL [header=\"N: v\"] [body=FILE] [weight=N]; a URL without a scheme (/a) is resolved against the run's URL")
 	fl.BoolVar(&f.tlsResume, "tls-resume", false, "resume TLS sessions on new connections (a session cache per worker); off: every handshake is full")
 	fl.StringVar(&f.tlsMin, "tls-min", "", "lowest TLS version: 1.0, 1.1, 1.2 or 1.3 (default 1.2)")
 	fl.StringVar(&f.tlsMax, "tls-max", "", "highest TLS version (default 1.3)")
@@ -350,7 +350,11 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 		if err != nil {
 			return p, fmt.Errorf("--mix: %w", err)
 		}
-		p.Mix, err = plan.ParseMix(fh, relativeTo(filepath.Dir(f.mixFile)))
+		base := p.URL // relative mix lines go to the run's URL: the one after a plan file, else the plan's or the command line's
+		if len(args) == 2 {
+			base = args[1]
+		}
+		p.Mix, err = plan.ParseMix(fh, base, relativeTo(filepath.Dir(f.mixFile)))
 		fh.Close()
 		if err != nil {
 			return p, &usageError{fmt.Errorf("--mix %s: %w", f.mixFile, err)}

@@ -111,6 +111,23 @@ func TestRunPlanAgainstURL(t *testing.T) {
 		t.Errorf("server saw paths %v; want only /index1.html and /index2.html", got)
 	}
 
+	// A mix of relative lines (wrk's script paths) goes to the URL given
+	// on the command line.
+	rel := filepath.Join(dir, "rel.mix")
+	noURL := filepath.Join(dir, "nourl.yaml")
+	for name, text := range map[string]string{rel: "GET /rel1 weight=3\nGET /rel2?x=1\n", noURL: "connections: 2\n"} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr = runCLI("--coordinator", c.Coordinator.GRPCAddr(), "run", "-c", "2", "-n", "40", "--mix", rel, "--cacert", srv.caFile, srv.URL+"/")
+	if code != 0 {
+		t.Fatalf("coordctl run --mix rel.mix URL: exit %d: %s", code, stderr)
+	}
+	if got := srv.counts(); got["/rel1"] != 30 || got["/rel2"] != 10 {
+		t.Errorf("server saw paths %v; want /rel1 30 times and /rel2 10 times (weights 3:1 of -n 40)", got)
+	}
+
 	// A URL that is no origin, and a second plan file, are usage errors.
 	for _, tc := range []struct {
 		args []string
@@ -122,6 +139,7 @@ func TestRunPlanAgainstURL(t *testing.T) {
 		{[]string{"run", planFile, "-d", "5s"}, "-d/--duration 5s: want at most the stages' total (4s)"},
 		{[]string{"run", planFile, "-d", "1500ms"}, "-d/--duration 1.5s: want a multiple of the interval (1s)"},
 		{[]string{"run", planFile, "http://127.0.0.1/", "--cacert", srv.caFile}, "--cacert: TLS options do nothing with an http:// URL"},
+		{[]string{"run", noURL, "--mix", rel}, `mix line 1: url "/rel1" is relative and there is no run URL to resolve it against`},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -13,10 +14,21 @@ import (
 //	METHOD URL [header="Name: value"]... [body=FILE] [weight=N]
 //
 // Blank lines and lines starting with # are ignored. Values may be
-// double-quoted (with \" and \\ escapes) to hold spaces. readFile loads
-// body files (the caller resolves them, e.g. relative to the mix file).
-// Errors name the line and what is wrong.
-func ParseMix(r io.Reader, readFile func(name string) ([]byte, error)) ([]Request, error) {
+// double-quoted (with \" and \\ escapes) to hold spaces. A URL without a
+// scheme (a path such as /a?x=1) is a reference resolved against base, the
+// run's URL, as RFC 3986 section 5 resolves one (as a wrk script's paths
+// go to wrk's URL); with base "" such a line is an error saying so.
+// readFile loads body files (the caller resolves them, e.g. relative to
+// the mix file). Errors name the line and what is wrong.
+func ParseMix(r io.Reader, base string, readFile func(name string) ([]byte, error)) ([]Request, error) {
+	var baseURL *url.URL
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil {
+			return nil, fmt.Errorf("mix: base URL %q: %w", base, err)
+		}
+		baseURL = u
+	}
 	var out []Request
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -34,7 +46,16 @@ func ParseMix(r io.Reader, readFile func(name string) ([]byte, error)) ([]Reques
 		}
 		req := Request{Method: fields[0], URL: fields[1], Weight: 1}
 		if !validToken(req.Method) {
+			if strings.HasPrefix(req.Method, "/") || strings.Contains(req.Method, "://") {
+				return nil, fmt.Errorf("mix line %d: %q is a URL where the method goes: want METHOD URL [header=\"Name: value\"] [body=FILE] [weight=N], e.g. GET /a weight=3", n, req.Method)
+			}
 			return nil, fmt.Errorf("mix line %d: method %q is not an HTTP method token", n, req.Method)
+		}
+		if u, err := url.Parse(req.URL); err == nil && u.Scheme == "" {
+			if baseURL == nil {
+				return nil, fmt.Errorf("mix line %d: url %q is relative and there is no run URL to resolve it against: give the URL on the command line (coordctl run --mix FILE URL) or write the line's URL in full", n, req.URL)
+			}
+			req.URL = baseURL.ResolveReference(u).String()
 		}
 		if _, err := ParseTarget(req.URL); err != nil {
 			return nil, fmt.Errorf("mix line %d: url %q: %w", n, req.URL, err)

@@ -23,7 +23,7 @@ GET https://app.test:8443/index2.html weight=3
 
 POST https://app.test:8443/api header="Content-Type: application/json" header="X-A: b c" body=req.json weight=2
 `
-	got, err := ParseMix(strings.NewReader(in), readFiles(map[string]string{"req.json": `{"a":1}`}))
+	got, err := ParseMix(strings.NewReader(in), "", readFiles(map[string]string{"req.json": `{"a":1}`}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,26 @@ POST https://app.test:8443/api header="Content-Type: application/json" header="X
 	}
 }
 
+// TestParseMixRelative: a line's URL without a scheme resolves against the
+// run's URL (RFC 3986 section 5), keeping its own path and query; a line
+// in full is kept as written.
+func TestParseMixRelative(t *testing.T) {
+	in := "GET /a weight=3\nGET /b?x=1\nGET c.html\nGET https://app.test:8443/d\n"
+	got, err := ParseMix(strings.NewReader(in), "https://app.test:8443/base/index.html?q=1", readFiles(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"https://app.test:8443/a", "https://app.test:8443/b?x=1", "https://app.test:8443/base/c.html", "https://app.test:8443/d"}
+	for i, r := range got {
+		if i >= len(want) || r.URL != want[i] {
+			t.Errorf("ParseMix(%q)[%d].URL = %q, want %q", in, i, r.URL, want[i])
+		}
+	}
+	if len(got) != len(want) || got[0].Weight != 3 {
+		t.Errorf("ParseMix(%q) = %+v, want %d requests, the first of weight 3", in, got, len(want))
+	}
+}
+
 func TestParseMixErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"GET", "mix line 1: want METHOD URL"},
@@ -49,8 +69,10 @@ func TestParseMixErrors(t *testing.T) {
 		{"GET https://x/ color=red", `unknown option "color"`},
 		{`GET https://x/ header="A: b`, "unterminated quote"},
 		{"# only a comment", "mix holds no request"},
+		{"GET /a weight=3", `mix line 1: url "/a" is relative and there is no run URL to resolve it against: give the URL on the command line`},
+		{"/a 3", `mix line 1: "/a" is a URL where the method goes: want METHOD URL`},
 	} {
-		_, err := ParseMix(strings.NewReader(tc.in), readFiles(nil))
+		_, err := ParseMix(strings.NewReader(tc.in), "", readFiles(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseMix(%q) = %v, want error containing %q", tc.in, err, tc.want)
 		}
@@ -61,7 +83,7 @@ func FuzzParseMix(f *testing.F) {
 	f.Add("GET https://app.test/ weight=2\nPOST https://app.test/x header=\"A: b\" body=f")
 	f.Add("# c\n\nHEAD http://[::1]:80/")
 	f.Fuzz(func(t *testing.T, in string) {
-		reqs, err := ParseMix(strings.NewReader(in), readFiles(map[string]string{"f": "x"}))
+		reqs, err := ParseMix(strings.NewReader(in), "https://app.test:8443/base/", readFiles(map[string]string{"f": "x"}))
 		if err != nil {
 			return
 		}
