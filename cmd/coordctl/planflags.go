@@ -30,6 +30,7 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 		if p.TLS.CAPEM, err = os.ReadFile(caFile); err != nil {
 			return fmt.Errorf("--cacert: %w", err)
 		}
+		p.TLS.CAFile = caFile
 	}
 	return nil
 }

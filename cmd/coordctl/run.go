@@ -333,6 +333,7 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 		if p.TLS.CAPEM, err = os.ReadFile(f.caFile); err != nil {
 			return p, fmt.Errorf("--cacert: %w", err)
 		}
+		p.TLS.CAFile = f.caFile
 	}
 	if (f.certFile == "") != (f.keyFile == "") {
 		return p, &usageError{errors.New("--cert and --key go together")}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/phalanxload/phalanx/internal/localcluster"
+	"github.com/phalanxload/phalanx/internal/tlsgen"
 )
 
 // pathServer is an HTTPS server on loopback that counts requests per path.
@@ -126,6 +127,21 @@ func TestRunPlanAgainstURL(t *testing.T) {
 	}
 	if got := srv.counts(); got["/rel1"] != 30 || got["/rel2"] != 10 {
 		t.Errorf("server saw paths %v; want /rel1 30 times and /rel2 10 times (weights 3:1 of -n 40)", got)
+	}
+
+	// A CA file that does not sign the server's certificate is named in
+	// the failed run's error.
+	other, err := tlsgen.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongCA := filepath.Join(dir, "wrong-ca.pem")
+	if err := os.WriteFile(wrongCA, other.CAPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI("--coordinator", c.Coordinator.GRPCAddr(), "run", "-c", "1", "-d", "1s", "--cacert", wrongCA, srv.URL+"/")
+	if want := "signed neither by the system's CAs nor by the CA file given, " + wrongCA + " (--cacert, tls.ca_file)"; code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("coordctl run --cacert wrong-ca.pem: exit %d, stderr %q; want an error containing %q", code, stderr, want)
 	}
 
 	// A URL that is no origin, and a second plan file, are usage errors.

@@ -125,7 +125,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("tls handshake with %s: %w", e.addr, err)}
 		}
-		return nil, nil, nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w%s", e.addr, err, verifyHint(err))}
+		return nil, nil, nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w%s", e.addr, err, verifyHint(err, e.plan.TLS))}
 	}
 	ci.handshake = micros(time.Since(t1))
 	describeTLS(ci, tc.ConnectionState())

@@ -44,6 +44,7 @@ headers: ["Accept-Encoding: br", "X-A: 1, 2"]
 body_file: body.txt
 tls:
   resume: true
+  ca_file: certs/ca.pem
   ciphers: [ECDHE-RSA-AES128-GCM-SHA256]
 stages:
   - duration: 30s
@@ -53,9 +54,12 @@ mix:
   - {url: "https://app.test:8443/a", weight: 3}
   - {method: POST, url: "https://app.test:8443/b", headers: ["Content-Type: text/plain"], body_file: body.txt}
 `
-	p, err := ParseFile([]byte(in), readFiles(map[string]string{"body.txt": "hello"}))
+	p, err := ParseFile([]byte(in), readFiles(map[string]string{"body.txt": "hello", "certs/ca.pem": "PEM"}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if string(p.TLS.CAPEM) != "PEM" || p.TLS.CAFile != "certs/ca.pem" {
+		t.Errorf("ParseFile: tls.ca_file read %q, named %q; want PEM, named certs/ca.pem as written", p.TLS.CAPEM, p.TLS.CAFile)
 	}
 	if p.Rate != 1000 || p.Connections != 20 || p.Duration != 90*time.Second || p.Warmup != 5*time.Second || !p.NoKeepAlive ||
 		string(p.Body) != "hello" || !p.TLS.Resume || len(p.Stages) != 2 || p.Stages[1].Duration != time.Minute ||

@@ -269,6 +269,10 @@ type TLS struct {
 	Insecure bool
 	// CAPEM holds PEM CA certificates trusted besides the system pool.
 	CAPEM []byte
+	// CAFile names the file CAPEM was read from, as the user gave it
+	// (coordctl's --cacert, a plan file's tls.ca_file), so that a failed
+	// verification's hint names it; "" when CAPEM came from no file.
+	CAFile string
 	// CertPEM and KeyPEM are a client certificate and its key (PEM).
 	CertPEM, KeyPEM []byte
 	// ServerName is the SNI and verified name; default the URL's host,

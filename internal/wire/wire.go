@@ -40,7 +40,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 		MaxConnections:        int64(p.MaxConnections),
 		OnAgentLoss:           lossToProto(p.OnAgentLoss),
 		Tls: &pb.TLSOptions{
-			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, ServerName: p.TLS.ServerName,
+			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, CaFile: p.TLS.CAFile, ServerName: p.TLS.ServerName,
 			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
 			MinVersion: p.TLS.MinVersion, MaxVersion: p.TLS.MaxVersion,
 			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume, ResumeRatio: p.TLS.ResumeRatio,
@@ -109,6 +109,7 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 		TLS: plan.TLS{
 			Insecure:    m.GetTls().GetInsecure(),
 			CAPEM:       m.GetTls().GetCaPem(),
+			CAFile:      m.GetTls().GetCaFile(),
 			ServerName:  m.GetTls().GetServerName(),
 			CertPEM:     m.GetTls().GetCertPem(),
 			KeyPEM:      m.GetTls().GetKeyPem(),

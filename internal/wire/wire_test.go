@@ -16,7 +16,7 @@ func TestPlanRoundTrip(t *testing.T) {
 		URL: "https://app.test:8443/x?y=1", Method: "POST", Body: []byte("{}"),
 		Headers:     []plan.Header{{Name: "Accept-Encoding", Value: "br"}, {Name: "X-A", Value: "1"}},
 		Connections: 750, Duration: time.Minute, Timeout: 3 * time.Second, Interval: time.Second, Agents: 3,
-		TLS: plan.TLS{Insecure: true, CAPEM: []byte("pem"), ServerName: "svc.test"},
+		TLS: plan.TLS{Insecure: true, CAPEM: []byte("pem"), CAFile: "certs/ca.pem", ServerName: "svc.test"},
 	}
 	if got := PlanFromProto(PlanToProto(p)); !reflect.DeepEqual(got, p) {
 		t.Fatalf("round trip = %+v, want %+v", got, p)

@@ -769,7 +769,11 @@ type TLSOptions struct {
 	Resume bool `protobuf:"varint,11,opt,name=resume,proto3" json:"resume,omitempty"`
 	// resume_ratio, with resume, is the fraction of handshakes offered a
 	// cached session (0: every one that has a session).
-	ResumeRatio   float64 `protobuf:"fixed64,12,opt,name=resume_ratio,json=resumeRatio,proto3" json:"resume_ratio,omitempty"`
+	ResumeRatio float64 `protobuf:"fixed64,12,opt,name=resume_ratio,json=resumeRatio,proto3" json:"resume_ratio,omitempty"`
+	// ca_file names the file ca_pem was read from, as the user gave it
+	// (coordctl --cacert, a plan file's tls.ca_file), so that a failed
+	// verification names it; "" when ca_pem came from no file.
+	CaFile        string `protobuf:"bytes,13,opt,name=ca_file,json=caFile,proto3" json:"ca_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -886,6 +890,13 @@ func (x *TLSOptions) GetResumeRatio() float64 {
 		return x.ResumeRatio
 	}
 	return 0
+}
+
+func (x *TLSOptions) GetCaFile() string {
+	if x != nil {
+		return x.CaFile
+	}
+	return ""
 }
 
 // Share is one agent's part of a plan.
@@ -1064,7 +1075,7 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xd7\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xf0\x02\n" +
 	"\n" +
 	"TLSOptions\x12\x1a\n" +
 	"\binsecure\x18\x01 \x01(\bR\binsecure\x12\x15\n" +
@@ -1082,7 +1093,8 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x04alpn\x18\n" +
 	" \x03(\tR\x04alpn\x12\x16\n" +
 	"\x06resume\x18\v \x01(\bR\x06resume\x12!\n" +
-	"\fresume_ratio\x18\f \x01(\x01R\vresumeRatio\"\x90\x02\n" +
+	"\fresume_ratio\x18\f \x01(\x01R\vresumeRatio\x12\x17\n" +
+	"\aca_file\x18\r \x01(\tR\x06caFile\"\x90\x02\n" +
 	"\x05Share\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12\x14\n" +
