@@ -337,7 +337,7 @@ SRV_PID=$NGX_WORKER   # the server process whose CPU the runs measure (define se
 # --- 3. coordinator + one agent ---------------------------------------------------
 CO_GRPC=$H:$(free_port); CO_GOSSIP=$H:$(free_port)
 AG_GRPC=$H:$(free_port); AG_GOSSIP=$H:$(free_port)
-taskset -c "$CLIENT_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local \
+taskset -c "$CLIENT_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local --data-dir "" \
     --log-level warn > "$TMP/coordinator.log" 2>&1 &
 COORD_PID=$!
 PPROF_ARGS=(); PPROF=""
@@ -347,7 +347,10 @@ if [ "$PROFILE" = 1 ]; then PPROF=$H:$(free_port); PPROF_ARGS=(--pprof-addr "$PP
 AGENT_PID=$!
 ctl() { taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" "$@"; }
 
-agent_idle() { ctl agents 2>/dev/null | awk 'NR>1 && $4=="idle" {n++} END {exit !(n==1)}'; }
+agent_idle() {   # the STATE column found by its header (columns get added)
+    ctl agents 2>/dev/null | awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "STATE") c = i; next}
+        c && $c == "idle" {n++} END {exit !(n == 1)}'
+}
 wait_idle() {   # wait_idle SECONDS
     local i
     for i in $(seq $(( $1 * 5 ))); do
