@@ -31,8 +31,11 @@ func (f *connRateFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.maxOpen, "max-open", 0, "with --cps: connections open at once across the cluster; starts beyond it wait and count as missed (default: the larger of -c and --cps)")
 }
 
-// apply sets p's connection-rate fields from the flags given: --cps
-// replaces the rate, --max-open the connection cap.
+// apply sets p's connection-rate fields from the flags given, over a plan
+// file's (cps, requests_per_connection, max_open, close, source_ips,
+// tls.resume_ratio): --cps replaces the rate, --max-open the connection
+// cap (default: plan.Plan.SetDefaults'). --requests-per-connection and
+// --max-open need --cps or a plan file with cps.
 func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 	set := cmd.Flags().Changed
 	name := func(n string) string { return flagName(cmd, n) }
@@ -40,9 +43,10 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 		return fmt.Errorf("--tls12-session-ids: not supported: Go's crypto/tls client resumes TLS 1.2 only with session tickets (RFC 5077), never by session ID; --tls-resume uses tickets")
 	}
 	switch f.close {
-	case "fin":
-	case "rst":
-		p.CloseReset = true
+	case "fin", "rst":
+		if set("close") {
+			p.CloseReset = f.close == "rst"
+		}
 	default:
 		return fmt.Errorf("--close %q: want fin or rst", f.close)
 	}
@@ -52,33 +56,39 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 	if set("resume-ratio") {
 		p.TLS.Resume, p.TLS.ResumeRatio = true, f.resumeRatio
 	}
-	if !set("cps") {
-		for _, n := range []string{"requests-per-connection", "max-open"} {
-			if set(n) {
-				return fmt.Errorf("%s: only with --cps", name(n))
-			}
-		}
-		return nil
-	}
-	if set("rate") {
-		return fmt.Errorf("--cps and %s: choose one (--cps is new connections/s, -R requests/s)", name("rate"))
-	}
 	if set("max-open") && set("max-connections") {
 		return fmt.Errorf("--max-open and --max-connections: choose one (--max-open is the connection-rate name)")
 	}
-	if f.cps <= 0 {
-		return fmt.Errorf("--cps %d: want a rate above 0 connections/s", f.cps)
-	}
-	p.Rate, p.ConnectionRate, p.RequestsPerConnection = f.cps, true, f.requestsPerConnection
-	switch {
-	case set("max-open"):
-		p.MaxConnections = f.maxOpen
-	case !set("max-connections"):
-		c := p.Connections
-		if c == 0 {
-			c = plan.DefaultConnections
+	if !set("cps") {
+		if !p.ConnectionRate {
+			for _, n := range []string{"requests-per-connection", "max-open"} {
+				if set(n) {
+					return fmt.Errorf("%s: only with --cps (or cps in the plan file)", name(n))
+				}
+			}
+			return nil
 		}
-		p.MaxConnections = max(c, int(min(f.cps, 1<<20)))
+		// A plan file's connection rate.
+		if set("rate") {
+			return fmt.Errorf("%s: the plan file sets cps (new connections/s): give --cps to change the rate", name("rate"))
+		}
+	} else {
+		if set("rate") {
+			return fmt.Errorf("--cps and %s: choose one (--cps is new connections/s, -R requests/s)", name("rate"))
+		}
+		if f.cps <= 0 {
+			return fmt.Errorf("--cps %d: want a rate above 0 connections/s", f.cps)
+		}
+		if !p.ConnectionRate {
+			p.RequestsPerConnection = f.requestsPerConnection // the default, 1
+		}
+		p.Rate, p.ConnectionRate = f.cps, true
+	}
+	if set("requests-per-connection") {
+		p.RequestsPerConnection = f.requestsPerConnection
+	}
+	if set("max-open") {
+		p.MaxConnections = f.maxOpen
 	}
 	return nil
 }

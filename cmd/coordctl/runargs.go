@@ -48,7 +48,10 @@ func cutStages(cmd *cobra.Command, file string, p *plan.Plan) (string, error) {
 		return "", nil
 	}
 	unit := "connections"
-	if p.OpenLoop() {
+	switch {
+	case p.ConnectionRate:
+		unit = "connections/s"
+	case p.OpenLoop():
 		unit = "requests/s"
 	}
 	return fmt.Sprintf("-d %v cuts the stages of %s (%v) at %v: %d of %d stages run, the last ending at %d %s",

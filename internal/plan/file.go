@@ -42,26 +42,34 @@ type File struct {
 	Stages         []fileStage  `yaml:"stages"`
 	Mix            []fileReq    `yaml:"mix"`
 	OnAgentLoss    string       `yaml:"on_agent_loss"` // "abort" (default) or "continue"
+	// The connection-rate keys (fileConnRate): cps replaces rate.
+	CPS                   int64    `yaml:"cps"`
+	RequestsPerConnection *int     `yaml:"requests_per_connection"`
+	MaxOpen               int      `yaml:"max_open"`
+	Close                 string   `yaml:"close"` // "fin" (default) or "rst"
+	SourceIPs             []string `yaml:"source_ips"`
 }
 
 type fileTLS struct {
-	Insecure   bool     `yaml:"insecure"`
-	CAFile     string   `yaml:"ca_file"`
-	CertFile   string   `yaml:"cert_file"`
-	KeyFile    string   `yaml:"key_file"`
-	SNI        string   `yaml:"sni"`
-	MinVersion string   `yaml:"min_version"`
-	MaxVersion string   `yaml:"max_version"`
-	Ciphers    []string `yaml:"ciphers"`
-	Curves     []string `yaml:"curves"`
-	ALPN       []string `yaml:"alpn"`
-	Resume     bool     `yaml:"resume"`
+	Insecure    bool     `yaml:"insecure"`
+	CAFile      string   `yaml:"ca_file"`
+	CertFile    string   `yaml:"cert_file"`
+	KeyFile     string   `yaml:"key_file"`
+	SNI         string   `yaml:"sni"`
+	MinVersion  string   `yaml:"min_version"`
+	MaxVersion  string   `yaml:"max_version"`
+	Ciphers     []string `yaml:"ciphers"`
+	Curves      []string `yaml:"curves"`
+	ALPN        []string `yaml:"alpn"`
+	Resume      bool     `yaml:"resume"`
+	ResumeRatio float64  `yaml:"resume_ratio"`
 }
 
 type fileStage struct {
 	Duration    fileDuration `yaml:"duration"`
 	Rate        int64        `yaml:"rate"`
 	Connections int          `yaml:"connections"`
+	CPS         int64        `yaml:"cps"`
 }
 
 type fileReq struct {
@@ -166,6 +174,9 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	}
 	for _, s := range f.Stages {
 		p.Stages = append(p.Stages, Stage{Duration: time.Duration(s.Duration), Rate: s.Rate, Connections: s.Connections})
+	}
+	if err := f.connRate(&p); err != nil {
+		return Plan{}, err
 	}
 	p.Load = LoadFor(p.Rate, p.Stages)
 	for i, r := range f.Mix {

@@ -131,6 +131,7 @@ func FuzzParseFile(f *testing.F) {
 		"url: https://x/\nrate: 1000\nconnections: 20\nstages:\n  - duration: 30s\n    rate: 2000\n  - {duration: 60, rate: 2000}\n",
 		"url: https://x/\nhttp2: true\nmax_streams: 10\ntls: {insecure: true, alpn: [h2]}\n",
 		"url: https://x/\nmix:\n  - {method: POST, url: https://x/a, headers: [\"A: b\"], weight: 3}\n",
+		"url: https://x/\ncps: 500\nrequests_per_connection: 0\nmax_open: 800\nclose: rst\nsource_ips: [127.0.0.2]\ntls: {resume_ratio: 0.7}\nstages:\n  - {duration: 2s, cps: 900}\n",
 		"conections: 3\n",
 		"duration: 1.5\nwarmup: 2s\nkeepalive: false\n",
 		"- a\n",

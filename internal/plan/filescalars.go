@@ -15,7 +15,7 @@ import (
 // into a value of type t at field path) before it is decoded, and returns
 // one error per bad value naming its line, field and value and what is
 // wrong in words, as the command line's flags do ("line 2: connections
-// "abc": not a number"): a number field given text or a fraction (the
+// "abc": not a number"): a number field given text, or a whole-number one a fraction (the
 // YAML decoder would say "cannot unmarshal !!str into int", or silently
 // truncate 1.5 to 1), a duration field given no duration, a boolean field
 // given anything but true or false. Fields the type does not have are
@@ -81,6 +81,10 @@ func scalarProblem(n *yaml.Node, t reflect.Type) string {
 			return "not a number"
 		case f != math.Trunc(f):
 			return "not a whole number"
+		}
+	case t.Kind() == reflect.Float64:
+		if _, err := strconv.ParseFloat(n.Value, 64); err != nil || n.Tag != "!!float" && n.Tag != "!!int" {
+			return "not a number"
 		}
 	case t.Kind() == reflect.Bool:
 		// The decoder also takes YAML 1.1's spellings for a boolean field.

@@ -92,7 +92,9 @@ type Plan struct {
 	// MaxConnections caps the connections an open-loop run may open when
 	// every connection is busy; default Connections (no growth). With
 	// ConnectionRate it is the cap on connections open at once
-	// (coordctl's --max-open).
+	// (coordctl's --max-open, the file's max_open), default the larger of
+	// Connections and the highest rate (connections/s) of the plan and its
+	// stages.
 	MaxConnections int
 	// ConnectionRate makes an open-loop plan's Rate (and its stages'
 	// rates) new connections per second across the cluster instead of
@@ -323,6 +325,9 @@ func (p *Plan) SetDefaults() {
 	}
 	if p.MaxConnections == 0 {
 		p.MaxConnections = p.Connections
+		if p.ConnectionRate {
+			p.MaxConnections = p.defaultMaxOpen()
+		}
 	}
 	for i := range p.Mix {
 		if p.Mix[i].Method == "" {
