@@ -113,6 +113,7 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 	raw = rawIO(raw)
 	ci := &connInfo{connect: micros(t1.Sub(t0)), reconnect: reconnect}
 	if w.tlsConf == nil {
+		ci.done = t1
 		return raw, nil, ci, nil
 	}
 	conf, oc := w.tlsConf, (*offerCache)(nil)
@@ -127,7 +128,8 @@ func dialConn(ctx context.Context, e *Engine, w *worker, reconnect bool) (net.Co
 		}
 		return nil, nil, nil, &dialError{classifyDial(err, true), fmt.Errorf("tls handshake with %s: %w%s", e.addr, err, verifyHint(err, e.plan.TLS))}
 	}
-	ci.handshake = micros(time.Since(t1))
+	ci.done = time.Now()
+	ci.handshake = micros(ci.done.Sub(t1))
 	describeTLS(ci, tc.ConnectionState())
 	ci.offered = oc != nil && oc.offered
 	return tc, tc, ci, nil
@@ -354,15 +356,20 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 // watch grows an open-loop worker's connections while its schedule has a
 // request due for more than MissThreshold that no connection has taken
 // (every one is busy: a stalled server, a burst), up to the worker's cap.
-// It wakes at most about once per MissThreshold, whatever the rate.
+// At the cap it counts each such request once as growth refused
+// (measure.Counts.GrowthRefused), in the interval it was found (the
+// window's last for one found after the window's end): a request the cap
+// kept waiting, never a silent one. It wakes at most about once per
+// MissThreshold, whatever the rate.
 func (e *Engine) watch(w *worker) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	for w.conns.Load() < w.maxConns {
+	refused := int64(-1) // the last ticket counted as growth refused
+	for {
 		if w.counting && w.budget.Load() <= 0 {
 			return // count mode: every request is taken
 		}
-		k := w.ticket.Load()
+		k := max(w.ticket.Load(), refused+1)
 		off, ok := w.sched.at(float64(k) + w.phase)
 		if !ok {
 			return
@@ -375,23 +382,58 @@ func (e *Engine) watch(w *worker) {
 		if !e.wait(timer, wait) {
 			return
 		}
-		if w.ticket.Load() == k && time.Since(due) > MissThreshold {
-			e.grow(w) // ticket k is late and untaken: add a connection to take it
+		if w.ticket.Load() > k || time.Since(due) <= MissThreshold {
+			continue // taken, or not late yet
 		}
+		// Ticket k is late and untaken: add a connection to take it, or,
+		// at the cap, count it and every later one as late.
+		if e.grow(w) || e.isStopped() {
+			continue
+		}
+		last := e.lastDue(w, time.Now().Add(-MissThreshold))
+		if last < k {
+			continue
+		}
+		refused = last
+		at := time.Now()
+		if !e.windowEnd.IsZero() && !at.Before(e.windowEnd) {
+			at = e.windowEnd.Add(-1)
+		}
+		w.rec.mu.Lock()
+		w.rec.counts(e.intervalOf(at)).GrowthRefused += last - k + 1
+		w.rec.mu.Unlock()
 	}
 }
 
+// lastDue returns the last of worker w's tickets due at or before t and
+// before the window's end (-1: none).
+func (e *Engine) lastDue(w *worker, t time.Time) int64 {
+	if !e.windowEnd.IsZero() && !t.Before(e.windowEnd) {
+		t = e.windowEnd.Add(-1)
+	}
+	due := w.sched.cumulative(t.Sub(e.mono)) - w.phase
+	if due < 0 {
+		return -1
+	}
+	n := int64(due)
+	if at, ok := w.sched.at(float64(n) + w.phase); !ok || e.mono.Add(at).After(t) {
+		n-- // rounding: ticket n falls after t
+	}
+	return n
+}
+
 // grow adds a connection slot to an open-loop worker that fell behind its
-// schedule, up to its cap. The new slot dials when it takes its first
-// ticket, so its connect is part of that request's latency.
-func (e *Engine) grow(w *worker) {
+// schedule, up to its cap, and reports whether it did (false at the cap or
+// once stopped). The new slot dials when it takes its first ticket, so its
+// connect is part of that request's latency.
+func (e *Engine) grow(w *worker) bool {
 	if !e.grows {
-		return
+		return false
 	}
 	for {
 		n := w.conns.Load()
 		if n >= w.maxConns || e.isStopped() {
-			return
+			return false
 		}
 		if w.conns.CompareAndSwap(n, n+1) {
 			break
@@ -406,6 +448,7 @@ func (e *Engine) grow(w *worker) {
 		defer e.wg.Done()
 		c.loop()
 	}()
+	return true
 }
 
 // recordSide records, for a request still in flight when the window

@@ -7,12 +7,14 @@ import (
 // connection runs one ticket of a connection-rate plan (Plan.ConnectionRate,
 // coordctl's --cps) intended at t0: it opens a connection at t0, sends the
 // plan's RequestsPerConnection requests on it back to back and closes it.
-// The first request's latency and timeout run from t0, so they include the
-// connect, the handshake and any lateness of the start (no coordinated
-// omission); each later one runs from its own send, right after the
-// previous response. With no request (0: the handshake only) the
-// connection is recorded alone, in the interval of its handshake's end, and
-// its lateness and missed start with it. It returns false when the slot is
+// The connection's handshake latency (hist.HandshakeLatency) and the first
+// request's latency and timeout run from t0, so they include any lateness
+// of the start (no coordinated omission), the first request's also the
+// connect and the handshake; each later request's runs from its own send,
+// its intended start: right after the previous response, back to back.
+// With no request (0: the handshake only) the connection is recorded
+// alone, in the interval of its handshake's end, its handshake latency,
+// lateness and missed start with it. It returns false when the slot is
 // done (an outcome ended after the window). free is when the slot became
 // free (conn.loop's), moved to the end of the connection's first outcome.
 func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
@@ -39,6 +41,9 @@ func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
 		o.follow = i > 0
 		if i == 0 {
 			o.free, *free = *free, o.end
+			if o.conn != nil {
+				o.conn.intended = t0
+			}
 		}
 		if !e.settle(c.w, &c.tally, start, inWindow, &o) {
 			return false
@@ -64,6 +69,9 @@ func (c *conn) handshakeOnly(t0 time.Time, inWindow bool, free *time.Time) bool 
 		if inWindow {
 			c.tally.issued.Add(1)
 		}
+	}
+	if ci != nil {
+		ci.intended = t0
 	}
 	o.conn = ci
 	e.noteSend(o.sent)

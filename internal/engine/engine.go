@@ -639,7 +639,10 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		}()
 	}
 	for _, w := range e.workers {
-		if w.open && e.grows && w.maxConns > w.conns.Load() {
+		// The watcher grows the connections, and counts growth refused at
+		// the cap: where growth may add one, and for every connection
+		// rate (its cap is --max-open's, whatever -c).
+		if w.open && e.grows && (w.maxConns > w.conns.Load() || e.plan.ConnectionRate) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
@@ -107,6 +108,11 @@ type connInfo struct {
 	group     string
 	alpn      string
 	reconnect bool
+	// done is when the connection was ready (its handshake's end, its
+	// connect's without TLS); intended, for a connection-rate ticket's
+	// connection, its intended start (zero otherwise): done − intended is
+	// its handshake latency (hist.HandshakeLatency).
+	done, intended time.Time
 }
 
 // recordConn records a new connection in interval k. Called with mu held.
@@ -118,6 +124,9 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 	}
 	if k >= 0 {
 		s := r.slotFor(k)
+		if !ci.intended.IsZero() {
+			s.hists.HandshakeLatency.Record(max(ci.done.Sub(ci.intended), 0))
+		}
 		s.hists.Connect.RecordMicros(ci.connect)
 		if ci.tls {
 			if ci.resumed {

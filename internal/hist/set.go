@@ -31,14 +31,21 @@ const (
 	// cannot be derived from merged Latency histograms, so every interval
 	// carries its own.
 	OK
+	// HandshakeLatency: connection-rate plans only, every connection
+	// opened, from its intended start (its ticket's time) to its TLS
+	// handshake's end (its TCP connect's end in clear text): the
+	// handshake's latency with no coordinated omission, the start's
+	// lateness included (TLSFull and TLSResumed time the handshake alone).
+	HandshakeLatency
 	// NumKinds is the number of kinds (not a kind).
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness", "ok"}
+var kindNames = [NumKinds]string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness", "ok", "handshake_latency"}
 
 // String returns the kind's name: latency, service, connect, tls_full,
-// tls_resumed, ttfb, lateness or ok ("unknown" outside them).
+// tls_resumed, ttfb, lateness, ok or handshake_latency ("unknown" outside
+// them).
 func (k Kind) String() string {
 	if k < NumKinds {
 		return kindNames[k]
@@ -49,12 +56,12 @@ func (k Kind) String() string {
 // Set is the named histogram set of an interval, a stage or a run (µs,
 // Phalanx's geometry). The zero value has nil histograms: use NewSet.
 type Set struct {
-	Latency, Service, Connect, TLSFull, TLSResumed, TTFB, Lateness, OK *Histogram
+	Latency, Service, Connect, TLSFull, TLSResumed, TTFB, Lateness, OK, HandshakeLatency *Histogram
 }
 
 // NewSet returns a set of empty histograms.
 func NewSet() *Set {
-	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New(), Lateness: New(), OK: New()}
+	return &Set{Latency: New(), Service: New(), Connect: New(), TLSFull: New(), TLSResumed: New(), TTFB: New(), Lateness: New(), OK: New(), HandshakeLatency: New()}
 }
 
 // Get returns the histogram of kind k (nil for a kind outside the set).
@@ -91,6 +98,8 @@ func (s *Set) field(k Kind) **Histogram {
 		return &s.Lateness
 	case OK:
 		return &s.OK
+	case HandshakeLatency:
+		return &s.HandshakeLatency
 	}
 	return nil
 }

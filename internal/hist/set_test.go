@@ -23,7 +23,7 @@ func TestSetKindsNamedAndMerged(t *testing.T) {
 			t.Errorf("%s: count %d, want %d", k, got, int64(k)+2)
 		}
 	}
-	want := []string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness", "ok"}
+	want := []string{"latency", "service", "connect", "tls_full", "tls_resumed", "ttfb", "lateness", "ok", "handshake_latency"}
 	for k := range NumKinds {
 		if k.String() != want[k] {
 			t.Errorf("kind %d named %q, want %q", k, k, want[k])

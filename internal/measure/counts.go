@@ -77,6 +77,14 @@ type Counts struct {
 	// connection cap), Unsent included; Missed − Backlogged were late by
 	// the client's own scheduling (docs/design.md, invariant 6).
 	Backlogged int64
+	// GrowthRefused counts open-loop sends found due for more than
+	// MissThreshold with every connection busy and the connection cap
+	// reached (Plan.MaxConnections: --max-open, --max-connections), so
+	// that no connection could be added to take them: each is counted
+	// once, in the interval it was found, and is late (on a total, part
+	// of Missed). Only a worker that may grow (a cap above its
+	// connections, or a connection rate) counts them.
+	GrowthRefused int64
 	// TLS counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
 	// the first.
@@ -108,6 +116,7 @@ func (c *Counts) Add(o *Counts) {
 	c.Missed += o.Missed
 	c.Backlogged += o.Backlogged
 	c.Unsent += o.Unsent
+	c.GrowthRefused += o.GrowthRefused
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesRefused += o.HandshakesRefused
 	c.HandshakesResumed += o.HandshakesResumed

@@ -43,6 +43,9 @@ type Point struct {
 	// length); AgentConnections has one entry per agent.
 	Connections      int64
 	AgentConnections []int64
+	// GrowthRefused sums the agents' sends found late at the connection
+	// cap (measure.Counts.GrowthRefused).
+	GrowthRefused int64
 	// Latency is the merged latency histogram of the interval, V2
 	// compressed (hist.Histogram.Encode).
 	Latency []byte
@@ -268,7 +271,7 @@ func (m *Merger) finish(k int) (*Point, error) {
 	pt := &Point{
 		Index: k, Start: p.start, Length: p.length,
 		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
-		Latency: b, Agents: p.seen, AgentConnections: p.conns,
+		Latency: b, Agents: p.seen, AgentConnections: p.conns, GrowthRefused: p.counts.GrowthRefused,
 	}
 	for _, n := range p.conns {
 		pt.Connections += n

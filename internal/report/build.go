@@ -77,6 +77,7 @@ func Build(r *Run) (*Report, error) {
 		Missed:                c.Missed,
 		Unsent:                c.Unsent,
 		Backlogged:            c.Backlogged,
+		GrowthRefused:         c.GrowthRefused,
 	}
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
@@ -88,7 +89,7 @@ func Build(r *Run) (*Report, error) {
 			Index: pt.Index, StartS: pt.Start.Seconds(), DurationS: pt.Length.Seconds(),
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, TargetRPS: pt.TargetRPS,
 			TargetConnections: pt.TargetConnections, Agents: pt.Agents, Partial: pt.Partial,
-			CPUBusy: pt.CPUBusy, LatencyV2: pt.LatencyV2,
+			CPUBusy: pt.CPUBusy, LatencyV2: pt.LatencyV2, GrowthRefused: pt.GrowthRefused,
 		}
 		if h := pt.Latency; h != nil && h.Count() > 0 {
 			tp.P50Us, tp.P90Us, tp.P99Us, tp.MaxUs = h.ValueAtPercentile(50), h.ValueAtPercentile(90), h.ValueAtPercentile(99), h.Max()
@@ -149,6 +150,9 @@ func Build(r *Run) (*Report, error) {
 	}
 	if hs.OK != nil {
 		rep.OKLatency = hs.OK.Summarize()
+	}
+	if hs.HandshakeLatency != nil {
+		rep.HandshakeLatencyUs = hs.HandshakeLatency.Summarize()
 	}
 	if wd := r.WarmupDuration; wd > 0 {
 		w := &r.Warmup

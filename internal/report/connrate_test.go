@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/wire"
 )
@@ -64,5 +65,67 @@ func TestPortsErrorsAdvised(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "ports: the client ran out of ephemeral ports (EADDRNOTAVAIL): add source addresses (--source-ips)") {
 		t.Errorf("text lacks the ports advice:\n%s", text.String())
+	}
+}
+
+// TestGrowthRefusedAndHandshakeLatencyReported: growth refused at the
+// connection cap is in the JSON model, each timeline point and the text's
+// Conn rate line, and a connection rate's handshake latency is a phase;
+// a run without them shows neither.
+func TestGrowthRefusedAndHandshakeLatencyReported(t *testing.T) {
+	res := openResult(t, 40)
+	res.Plan.ConnectionRate, res.Plan.RequestsPerConnection = true, 1
+	res.Counters.Missed, res.Counters.GrowthRefused = 300, 120
+	res.Timeline[0].GrowthRefused, res.Timeline[1].GrowthRefused = 70, 50
+	hl := hist.New()
+	for v := int64(1); v <= 100; v++ {
+		hl.RecordMicros(1000 * v)
+	}
+	var err error
+	if res.Histograms.HandshakeLatency, err = hl.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GrowthRefused != 120 || r.Timeline[0].GrowthRefused != 70 || r.Timeline[1].GrowthRefused != 50 {
+		t.Errorf("growth refused %d, timeline %d and %d: want 120, 70 and 50", r.GrowthRefused, r.Timeline[0].GrowthRefused, r.Timeline[1].GrowthRefused)
+	}
+	if h := r.HandshakeLatencyUs; h == nil || h.Count != 100 || h.Max < 99_000 {
+		t.Errorf("handshake latency %+v: want 100 samples up to 100 ms", h)
+	}
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"300 starts late (missed); 120 found every connection busy at the --max-open cap (growth refused)", "  Handshake lat "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{`"growth_refused": 120`, `"growth_refused": 70`, `"handshake_latency_us": {`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+
+	plain, err := wire.ReportFromResult(openResult(t, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text.Reset()
+	js.Reset()
+	if err := plain.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "growth refused") || strings.Contains(text.String(), "Handshake lat") || strings.Contains(js.String(), "growth_refused") || strings.Contains(js.String(), "handshake_latency") {
+		t.Errorf("a run without them reports growth refused or handshake latency:\n%s", text.String())
 	}
 }

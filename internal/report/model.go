@@ -101,6 +101,9 @@ type Interval struct {
 	// AgentConnections each agent's (in the order of Run.Agents).
 	Connections      int64
 	AgentConnections []int64
+	// GrowthRefused is the interval's sends found late at the connection
+	// cap (measure.Counts.GrowthRefused).
+	GrowthRefused int64
 	// Agents is the number of agents merged in the interval; Partial is
 	// set when a lost agent is missing from it.
 	Agents  int32
@@ -258,6 +261,12 @@ type Report struct {
 	// held them), Unsent included; Missed − Backlogged were late by the
 	// agents' own scheduling. Omitted when 0.
 	Backlogged int64 `json:"backlogged,omitempty"`
+	// GrowthRefused counts the open-loop sends among Missed found due for
+	// more than 5 ms with every connection busy and the cap reached
+	// (--max-open with --cps, --max-connections with -R): the engine would
+	// have opened a connection for each, and the cap refused it. Omitted
+	// when 0 (always 0 where growth is off: -R without --max-connections).
+	GrowthRefused int64 `json:"growth_refused,omitempty"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`
@@ -349,6 +358,13 @@ type Report struct {
 	// TTFBUs summarizes the time from a request's write to its first
 	// response byte, over completed responses.
 	TTFBUs *hist.Summary `json:"ttfb_us"`
+	// HandshakeLatencyUs summarizes, for a connection-rate run (--cps),
+	// every connection's handshake latency in µs: from its intended start
+	// (its ticket's time) to its TLS handshake's end (its connect's end in
+	// clear text), so a late start is in it (no coordinated omission),
+	// with --requests-per-connection 0 too; TLSHandshake*Us time the
+	// handshake alone, from its actual start. Absent otherwise.
+	HandshakeLatencyUs *hist.Summary `json:"handshake_latency_us,omitempty"`
 	// TLS counts negotiated parameters per connection.
 	TLS TLSCounts `json:"tls"`
 	// MaxStreams is the effective concurrent streams per HTTP/2 connection
@@ -428,6 +444,9 @@ type TimelinePoint struct {
 	// LatenessP99Us is the interval's send lateness p99 (open loop; absent
 	// in closed loop).
 	LatenessP99Us int64 `json:"lateness_p99_us,omitempty"`
+	// GrowthRefused is the interval's sends found late at the connection
+	// cap (Report.GrowthRefused), by when they were found.
+	GrowthRefused int64 `json:"growth_refused,omitempty"`
 	// LatencyV2 is the interval's latency histogram merged across agents,
 	// HdrHistogram V2 compressed (base64 in the JSON, as in an .hlog
 	// line); the percentiles above are read from it.

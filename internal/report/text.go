@@ -165,7 +165,7 @@ func (r *Report) writeCluster(p *printer) {
 	phases := []struct {
 		name string
 		s    *hist.Summary
-	}{{"Service", r.ServiceTimeUs}, {"Lateness", r.SendLatenessUs}, {"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
+	}{{"Service", r.ServiceTimeUs}, {"Lateness", r.SendLatenessUs}, {"Handshake lat", r.HandshakeLatencyUs}, {"Connect", r.ConnectUs}, {"TLS full", r.TLSHandshakeFullUs}, {"TLS resumed", r.TLSHandshakeResumedUs}, {"TTFB", r.TTFBUs}}
 	header := false
 	for _, ph := range phases {
 		if ph.s == nil {
@@ -217,6 +217,13 @@ func (r *Report) writeCluster(p *printer) {
 		never := ""
 		if r.Unsent > 0 {
 			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
+		}
+		if r.GrowthRefused > 0 {
+			capFlag := "--max-connections"
+			if r.ConnectionRate != nil {
+				capFlag = "--max-open"
+			}
+			never += fmt.Sprintf("; %d found every connection busy at the %s cap (growth refused)", r.GrowthRefused, capFlag)
 		}
 		if cr := r.ConnectionRate; cr != nil {
 			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), never)

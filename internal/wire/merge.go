@@ -26,6 +26,7 @@ func PointToProto(pt *merge.Point) *pb.TimelinePoint {
 		Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
 		TargetRps: pt.TargetRPS, TargetConnections: pt.TargetConnections, Latency: pt.Latency, Lateness: pt.Lateness, ServiceTime: pt.Service,
 		Agents: int32(pt.Agents), Partial: pt.Partial, Connections: pt.Connections, AgentConnections: pt.AgentConnections,
+		GrowthRefused: pt.GrowthRefused,
 	}
 }
 

@@ -113,7 +113,7 @@ func IntervalFromProto(pt *pb.TimelinePoint) (report.Interval, error) {
 		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
 		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
 		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(), ServiceV2: pt.GetServiceTime(),
-		Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(),
+		Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(), GrowthRefused: pt.GetGrowthRefused(),
 	}
 	if b := pt.GetLatency(); len(b) > 0 {
 		h, err := hist.Decode(b)

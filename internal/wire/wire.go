@@ -204,7 +204,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries, Redirects: c.Redirects,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed, HandshakesRefused: c.HandshakesRefused,
-		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
+		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, GrowthRefused: c.GrowthRefused, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
 	for enc, n := range c.EncodingMap() {
 		if out.ContentEncoding == nil {
@@ -258,7 +258,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(), Redirects: m.GetRedirects(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(), HandshakesRefused: m.GetHandshakesRefused(),
-		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
+		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), GrowthRefused: m.GetGrowthRefused(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
 	for _, f := range []struct {
 		name string
@@ -267,7 +267,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries}, {"redirects", c.Redirects},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed}, {"handshakes_refused", c.HandshakesRefused},
-		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
+		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"growth_refused", c.GrowthRefused}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
 			return measure.Counts{}, err
@@ -380,6 +380,8 @@ func HistogramBytes(h *pb.Histograms, k hist.Kind) []byte {
 		return h.GetLateness()
 	case hist.OK:
 		return h.GetOkLatency()
+	case hist.HandshakeLatency:
+		return h.GetHandshakeLatency()
 	}
 	return nil
 }
@@ -402,6 +404,8 @@ func setHistogramBytes(h *pb.Histograms, k hist.Kind, b []byte) {
 		h.Lateness = b
 	case hist.OK:
 		h.OkLatency = b
+	case hist.HandshakeLatency:
+		h.HandshakeLatency = b
 	}
 }
 
@@ -433,14 +437,14 @@ func HistogramsToProto(s *hist.Set) (*pb.Histograms, error) {
 
 // HistogramsFromProto decodes a result's histogram set (V2 compressed, as
 // HistogramsToProto writes it; agents' uncompressed intervals go through
-// hist.Decoder). An absent ok histogram (a result recorded before it
-// existed) is empty. Errors: a missing, corrupt or foreign-geometry
+// hist.Decoder). An absent ok or handshake_latency histogram (a result
+// recorded before it existed) is empty. Errors: a missing, corrupt or foreign-geometry
 // histogram, named by kind.
 func HistogramsFromProto(h *pb.Histograms) (*hist.Set, error) {
 	out := &hist.Set{}
 	for k := range hist.NumKinds {
 		b := HistogramBytes(h, k)
-		if k == hist.OK && len(b) == 0 {
+		if (k == hist.OK || k == hist.HandshakeLatency) && len(b) == 0 {
 			out.Put(k, hist.New())
 			continue
 		}

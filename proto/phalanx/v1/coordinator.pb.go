@@ -2020,8 +2020,11 @@ type TimelinePoint struct {
 	// agent_connections is each agent's, in the order of RunResult.agents.
 	Connections      int64   `protobuf:"varint,19,opt,name=connections,proto3" json:"connections,omitempty"`
 	AgentConnections []int64 `protobuf:"varint,20,rep,packed,name=agent_connections,json=agentConnections,proto3" json:"agent_connections,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// growth_refused is the interval's sends found late at the connection
+	// cap (Counters.growth_refused), summed over the agents.
+	GrowthRefused int64 `protobuf:"varint,21,opt,name=growth_refused,json=growthRefused,proto3" json:"growth_refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TimelinePoint) Reset() {
@@ -2164,6 +2167,13 @@ func (x *TimelinePoint) GetAgentConnections() []int64 {
 		return x.AgentConnections
 	}
 	return nil
+}
+
+func (x *TimelinePoint) GetGrowthRefused() int64 {
+	if x != nil {
+		return x.GrowthRefused
+	}
+	return 0
 }
 
 // StageResult is one stage's merged outcome.
@@ -2910,7 +2920,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06metric\x18\a \x01(\tR\x06metric\x12\x1e\n" +
 	"\n" +
 	"percentile\x18\b \x01(\x01R\n" +
-	"percentile\"\xd0\x04\n" +
+	"percentile\"\xf7\x04\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -2928,7 +2938,8 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x12target_connections\x18\x11 \x01(\x01R\x11targetConnections\x12!\n" +
 	"\fservice_time\x18\x12 \x01(\fR\vserviceTime\x12 \n" +
 	"\vconnections\x18\x13 \x01(\x03R\vconnections\x12+\n" +
-	"\x11agent_connections\x18\x14 \x03(\x03R\x10agentConnectionsJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\x11agent_connections\x18\x14 \x03(\x03R\x10agentConnections\x12%\n" +
+	"\x0egrowth_refused\x18\x15 \x01(\x03R\rgrowthRefusedJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +

@@ -91,7 +91,13 @@ type Counters struct {
 	HandshakesRefused int64 `protobuf:"varint,19,opt,name=handshakes_refused,json=handshakesRefused,proto3" json:"handshakes_refused,omitempty"`
 	// redirects counts the redirect hops followed (plan max_redirects):
 	// requests the server received beyond each exchange's first.
-	Redirects     int64 `protobuf:"varint,40,opt,name=redirects,proto3" json:"redirects,omitempty"`
+	Redirects int64 `protobuf:"varint,40,opt,name=redirects,proto3" json:"redirects,omitempty"`
+	// growth_refused counts open-loop sends found due for more than 5 ms
+	// with every connection busy and the connection cap (max_connections:
+	// coordctl's --max-open, --max-connections) reached, so that none could
+	// be added to take them; each once, in the interval it was found. On a
+	// total, part of missed.
+	GrowthRefused int64 `protobuf:"varint,41,opt,name=growth_refused,json=growthRefused,proto3" json:"growth_refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +272,13 @@ func (x *Counters) GetRedirects() int64 {
 	return 0
 }
 
+func (x *Counters) GetGrowthRefused() int64 {
+	if x != nil {
+		return x.GrowthRefused
+	}
+	return 0
+}
+
 // Histograms are the HdrHistograms of an interval or a run, values in
 // microseconds, all with the same geometry (1 us to 24 h, 3 significant
 // digits), each in HdrHistogram's V2 encoding: uncompressed (cookie
@@ -295,9 +308,14 @@ type Histograms struct {
 	// ok_latency: the completed responses of status 200-399 only, timed as
 	// latency (success latency): it cannot be derived from merged latency
 	// histograms, so each interval carries its own.
-	OkLatency     []byte `protobuf:"bytes,8,opt,name=ok_latency,json=okLatency,proto3" json:"ok_latency,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OkLatency []byte `protobuf:"bytes,8,opt,name=ok_latency,json=okLatency,proto3" json:"ok_latency,omitempty"`
+	// handshake_latency: connection-rate plans only, every connection
+	// opened, from its intended start (its ticket's time) to its TLS
+	// handshake's end (its TCP connect's end in clear text): the
+	// handshake's latency with no coordinated omission, lateness included.
+	HandshakeLatency []byte `protobuf:"bytes,9,opt,name=handshake_latency,json=handshakeLatency,proto3" json:"handshake_latency,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Histograms) Reset() {
@@ -382,6 +400,13 @@ func (x *Histograms) GetLateness() []byte {
 func (x *Histograms) GetOkLatency() []byte {
 	if x != nil {
 		return x.OkLatency
+	}
+	return nil
+}
+
+func (x *Histograms) GetHandshakeLatency() []byte {
+	if x != nil {
+		return x.HandshakeLatency
 	}
 	return nil
 }
@@ -687,7 +712,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x98\b\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xbf\b\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -715,7 +740,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"backlogged\x18\x12 \x01(\x03R\n" +
 	"backlogged\x12-\n" +
 	"\x12handshakes_refused\x18\x13 \x01(\x03R\x11handshakesRefused\x12\x1c\n" +
-	"\tredirects\x18( \x01(\x03R\tredirects\x1a9\n" +
+	"\tredirects\x18( \x01(\x03R\tredirects\x12%\n" +
+	"\x0egrowth_refused\x18) \x01(\x03R\rgrowthRefused\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
@@ -727,7 +753,7 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1aB\n" +
 	"\x14ContentEncodingEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xee\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x9b\x02\n" +
 	"\n" +
 	"Histograms\x12\x18\n" +
 	"\alatency\x18\x01 \x01(\fR\alatency\x12\x18\n" +
@@ -739,7 +765,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\fservice_time\x18\x06 \x01(\fR\vserviceTime\x12\x1a\n" +
 	"\blateness\x18\a \x01(\fR\blateness\x12\x1d\n" +
 	"\n" +
-	"ok_latency\x18\b \x01(\fR\tokLatency\"\xcb\x02\n" +
+	"ok_latency\x18\b \x01(\fR\tokLatency\x12+\n" +
+	"\x11handshake_latency\x18\t \x01(\fR\x10handshakeLatency\"\xcb\x02\n" +
 	"\n" +
 	"Provenance\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x16\n" +
