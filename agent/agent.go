@@ -630,14 +630,19 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 				log.Warn("metrics", "interval", iv.Index, "err", merr)
 			}
 		}
+		var firstSend int64
+		if !iv.FirstSend.IsZero() {
+			firstSend = iv.FirstSend.UnixNano()
+		}
 		sendErr = stream.Send(&pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{
-			Index:         int32(iv.Index),
-			StartUnixNano: iv.Start.UnixNano(),
-			EndUnixNano:   iv.End.UnixNano(),
-			Histograms:    hs,
-			Counters:      counters,
-			CpuTime:       durationpb.New(now - lastCPU),
-			CpuWait:       durationpb.New(max(wait-lastWait, 0)),
+			FirstSendUnixNano: firstSend,
+			Index:             int32(iv.Index),
+			StartUnixNano:     iv.Start.UnixNano(),
+			EndUnixNano:       iv.End.UnixNano(),
+			Histograms:        hs,
+			Counters:          counters,
+			CpuTime:           durationpb.New(now - lastCPU),
+			CpuWait:           durationpb.New(max(wait-lastWait, 0)),
 		}}})
 		lastCPU, lastWait = now, wait
 		if sendErr != nil {

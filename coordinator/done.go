@@ -30,20 +30,14 @@ func checkDone(p plan.Plan, d *pb.Done, windowStart time.Time) error {
 	if d.GetInFlight() > d.GetIssued() {
 		return fmt.Errorf("done: in_flight %d above issued %d", d.GetInFlight(), d.GetIssued())
 	}
-	limit := p.Duration
-	if limit == 0 {
-		limit = plan.MaxRunLength // count mode without a duration
-	}
-	latest := limit + p.Timeout + p.Interval
+	latest := latestEnd(p)
 	if we := d.GetWindowEndUnixNano(); we != 0 {
 		if off := time.Unix(0, we).Sub(windowStart); off < -p.Warmup || off > latest {
 			return fmt.Errorf("done: window end %v from the window's start: want %v to %v", off, -p.Warmup, latest)
 		}
 	}
-	if fs := d.GetFirstSendUnixNano(); fs != 0 {
-		if off := time.Unix(0, fs).Sub(windowStart); off < -p.Warmup-p.Interval || off > latest {
-			return fmt.Errorf("done: first send %v from the window's start: want %v to %v", off, -p.Warmup, latest)
-		}
+	if err := checkFirstSend(p, d.GetFirstSendUnixNano(), windowStart); err != nil {
+		return fmt.Errorf("done: %w", err)
 	}
 	if n, stages := len(d.GetStageChangeUnixNano()), len(p.Stages); n > max(stages-1, 0) {
 		return fmt.Errorf("done: %d stage changes for %d stages: want at most %d", n, stages, max(stages-1, 0))
@@ -52,4 +46,30 @@ func checkDone(p plan.Plan, d *pb.Done, windowStart time.Time) error {
 		return fmt.Errorf("done: max_streams %d: want 0 to the plan's %d", ms, p.MaxStreams)
 	}
 	return nil
+}
+
+// checkFirstSend validates a first send fs (agent clock, unix ns; 0: none)
+// of a Done or an Interval against p: within the run, from the warm-up's
+// start (less an interval) to the window, timeout and an interval after
+// windowStart.
+func checkFirstSend(p plan.Plan, fs int64, windowStart time.Time) error {
+	if fs == 0 {
+		return nil
+	}
+	latest := latestEnd(p)
+	if off := time.Unix(0, fs).Sub(windowStart); off < -p.Warmup-p.Interval || off > latest {
+		return fmt.Errorf("first send %v from the window's start: want %v to %v", off, -p.Warmup, latest)
+	}
+	return nil
+}
+
+// latestEnd is the latest an agent's window may end from its start under
+// p: the window (plan.MaxRunLength in count mode without a duration), the
+// drain's timeout and an interval.
+func latestEnd(p plan.Plan) time.Duration {
+	limit := p.Duration
+	if limit == 0 {
+		limit = plan.MaxRunLength // count mode without a duration
+	}
+	return limit + p.Timeout + p.Interval
 }

@@ -306,10 +306,17 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 	switch msg := ev.msg.Msg.(type) {
 	case *pb.RunResponse_Interval:
 		iv := msg.Interval
+		if err := checkFirstSend(rn.p, iv.GetFirstSendUnixNano(), rn.startAt.Add(r.offset+rn.p.Warmup)); err != nil {
+			rn.malformed(ev.agent, "interval", fmt.Errorf("interval %d: %w", iv.GetIndex(), err), hooks)
+			return true
+		}
 		pt, counts, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), iv)
 		if err != nil {
 			rn.malformed(ev.agent, "interval", err, hooks)
 			return true
+		}
+		if fs := iv.GetFirstSendUnixNano(); fs != 0 && (r.firstSend == 0 || fs < r.firstSend) {
+			r.firstSend = fs
 		}
 		r.counters.Add(&counts)
 		if rn.keepIntervals {

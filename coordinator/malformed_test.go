@@ -128,6 +128,10 @@ func TestMalformedIntervalFailsTheShareNotTheCoordinator(t *testing.T) {
 			return &pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{StartUnixNano: startAt.UnixNano(), EndUnixNano: startAt.Add(interval).UnixNano(),
 				Counters: &pb.Counters{Requests: 5, Status: map[int32]int64{200: 1}}}}}
 		}, "sent a malformed interval: interval 0: counters: 5 requests, but their status codes sum to 1"},
+		{"first send", func(startAt time.Time, interval time.Duration) *pb.RunResponse {
+			return &pb.RunResponse{Msg: &pb.RunResponse_Interval{Interval: &pb.Interval{StartUnixNano: startAt.UnixNano(), EndUnixNano: startAt.Add(interval).UnixNano(),
+				FirstSendUnixNano: startAt.Add(365 * 24 * time.Hour).UnixNano()}}}
+		}, "sent a malformed interval: interval 0: first send 8760h0m0s from the window's start"},
 		{"window end", func(startAt time.Time, _ time.Duration) *pb.RunResponse {
 			return &pb.RunResponse{Msg: &pb.RunResponse_Done{Done: &pb.Done{WindowEndUnixNano: startAt.Add(365 * 24 * time.Hour).UnixNano()}}}
 		}, "sent a malformed result: done: window end 8760h0m0s from the window's start"},

@@ -60,6 +60,9 @@ func (rn *run) result() (*pb.RunResult, error) {
 		total.Issued += ar.Issued
 		res.InFlight += ar.InFlight
 		res.Agents = append(res.Agents, ar)
+		if ar.StartOffset != nil { // from its Done, or a lost agent's intervals
+			firsts.add(rn.startAt.Add(ar.StartOffset.AsDuration()))
+		}
 		if r.lost {
 			// Its load ran, as far as the result holds it, to the end of
 			// its last interval received: never claim more.
@@ -87,9 +90,6 @@ func (rn *run) result() (*pb.RunResult, error) {
 		warmup.Add(&w)
 		if ms := d.GetMaxStreams(); ms > 0 && (res.MaxStreams == 0 || ms < res.MaxStreams) {
 			res.MaxStreams = ms
-		}
-		if fs := d.GetFirstSendUnixNano(); fs != 0 {
-			firsts.add(time.Unix(0, fs).Add(-r.offset))
 		}
 		if len(d.GetMix()) > 0 && len(d.GetMix()) == len(p.Mix) {
 			// Each request of the mix apart: summed exactly, as the totals.
@@ -183,14 +183,16 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 	if r.err != nil {
 		ar.Error = r.err.Error()
 	}
+	fs := r.firstSend // an agent lost before Done: its intervals' first send
 	d := r.done
 	if d == nil {
 		ar.Issued = r.counters.Ended()
-		return ar
+	} else {
+		ar.InFlight = d.GetInFlight()
+		ar.Issued = d.GetIssued()
+		fs = d.GetFirstSendUnixNano()
 	}
-	ar.InFlight = d.GetInFlight()
-	ar.Issued = d.GetIssued()
-	if fs := d.GetFirstSendUnixNano(); fs != 0 {
+	if fs != 0 {
 		first := time.Unix(0, fs).Add(-r.offset) // in the coordinator's clock
 		ar.StartOffset = durationpb.New(first.Sub(rn.startAt))
 	}

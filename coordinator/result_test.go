@@ -71,8 +71,9 @@ func TestResultAssembly(t *testing.T) {
 // TestResultOfLostAgents: agents lost mid-run (as when the coordinator
 // stalled and every stream ended) make the result partial, with a window
 // that ends at the last interval received, never the planned one, lost
-// rows that say when and how long their load ran, and stages cut to the
-// window; an abort marks the result aborted, not stopped early.
+// rows that say when and how long their load ran (and when it started, as
+// far as their intervals said), and stages cut to the window; an abort
+// marks the result aborted, not stopped early.
 func TestResultOfLostAgents(t *testing.T) {
 	p := plan.Plan{URL: "https://127.0.0.1/", Connections: 4, Duration: 20 * time.Second, Interval: time.Second,
 		Stages: []plan.Stage{{Duration: 10 * time.Second, Connections: 4}, {Duration: 10 * time.Second, Connections: 8}}}
@@ -81,7 +82,8 @@ func TestResultOfLostAgents(t *testing.T) {
 	a := &agentRun{meta: &pb.NodeMeta{Name: "a"}, err: errors.New("agent a: stream ended (EOF)"), lost: true,
 		lostAt: 9 * time.Second, lastEnd: 6 * time.Second, intervals: 6, share: plan.Share{Connections: 2}}
 	b := &agentRun{meta: &pb.NodeMeta{Name: "b"}, err: errors.New("agent b: stream ended (EOF)"), lost: true,
-		lostAt: 9 * time.Second, lastEnd: 5 * time.Second, intervals: 5, share: plan.Share{Connections: 2}}
+		lostAt: 9 * time.Second, lastEnd: 5 * time.Second, intervals: 5, share: plan.Share{Connections: 2},
+		offset: 50 * time.Millisecond, firstSend: startAt.Add(50*time.Millisecond + 700*time.Microsecond).UnixNano()}
 	rn := &run{id: "r", p: p, log: slog.Default(), agents: []*agentRun{a, b}, m: merge.New(p, 2), startAt: startAt,
 		stall: 3 * time.Second}
 	res, err := rn.result()
@@ -100,6 +102,10 @@ func TestResultOfLostAgents(t *testing.T) {
 	ar := res.GetAgents()[1]
 	if !ar.GetLost() || ar.GetLostAt().AsDuration() != 9*time.Second || ar.GetRan().AsDuration() != 5*time.Second || ar.GetError() == "" {
 		t.Errorf("b's row %+v: want lost at 9s, ran 5s, with its error", ar)
+	}
+	if ar.GetStartOffset() == nil || ar.GetStartOffset().AsDuration() != 700*time.Microsecond || res.GetAgents()[0].GetStartOffset() != nil {
+		t.Errorf("start offsets: b %v (want 700us, from its intervals' first send in the coordinator's clock), a %v (want none: no interval gave one)",
+			ar.GetStartOffset(), res.GetAgents()[0].GetStartOffset())
 	}
 	if st := res.GetStages(); len(st) != 2 || st[0].GetDuration().AsDuration() != 6*time.Second || st[1].GetDuration().AsDuration() != 0 {
 		t.Errorf("stages %v, want cut to the 6 s window", st)

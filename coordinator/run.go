@@ -51,6 +51,9 @@ type agentRun struct {
 	// lastEnd is the end of its last interval received, from its window's
 	// start: how long its load ran, as far as the result holds it.
 	lastEnd time.Duration
+	// firstSend is the earliest first send its intervals gave (agent
+	// clock, unix ns; 0: none yet), its start when it is lost before Done.
+	firstSend int64
 	// lost is set when the run gave the agent up after the start (err says
 	// how); lostAt is when, from the window's start.
 	lost   bool

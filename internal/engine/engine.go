@@ -567,6 +567,9 @@ type Interval struct {
 	// Counts are the outcomes that ended in the interval (Issued is 0:
 	// see measure.Counts).
 	Counts measure.Counts
+	// FirstSend is the earliest request write so far (engine clock, as
+	// Result.FirstSend); zero when none yet.
+	FirstSend time.Time
 }
 
 // Result is what Run reports once the window has closed and in-flight
@@ -695,6 +698,9 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			Start: windowStartWall.Add(time.Duration(k) * e.interval),
 			End:   windowStartWall.Add(end.Sub(e.windowStart)),
 			Hists: ivHists,
+		}
+		if fs := e.firstSend.Load(); fs != 0 {
+			iv.FirstSend = startAt.Add(time.Duration(fs - 1))
 		}
 		for _, w := range e.workers {
 			s := w.rec.swap(spare)

@@ -102,6 +102,11 @@ func TestClosedLoopAccounting(t *testing.T) {
 	if d := res.FirstSend.Sub(start); d < 0 || d > 20*time.Millisecond {
 		t.Errorf("first send %v after start", d)
 	}
+	for k, iv := range ivs { // each interval carries the first send so far: an agent lost before its Done still has its start
+		if !iv.FirstSend.Equal(res.FirstSend) {
+			t.Errorf("interval %d: first send %v after start, want the result's %v", k, iv.FirstSend.Sub(start), res.FirstSend.Sub(start))
+		}
+	}
 }
 
 func TestStopClosesConnections(t *testing.T) {

@@ -475,6 +475,45 @@ func TestPartialGolden(t *testing.T) {
 	golden(t, "partial.json", js.Bytes())
 }
 
+// TestLostAgentStart: a lost agent's row shows its start offset when its
+// intervals gave its first send, else "lost", and its error line says it
+// was lost: when, and whether before the start or before any send was
+// reported; never a bare "-".
+func TestLostAgentStart(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		offset        *durationpb.Duration
+		lostAt        time.Duration
+		start, reason string
+	}{
+		{"started", durationpb.New(190 * time.Microsecond), 1200 * time.Millisecond, "+190.00us", "! lost after 1.20s: agent agent-2: stream ended"},
+		{"no send reported", nil, 400 * time.Millisecond, "lost", "! lost after 0.40s, before reporting a send: agent agent-2: stream ended"},
+		{"before the start", nil, -50 * time.Millisecond, "lost", "! lost before the start: agent agent-2: stream ended"},
+	} {
+		res := partialResult(t)
+		a := res.Agents[1]
+		a.StartOffset, a.LostAt = tc.offset, durationpb.New(tc.lostAt)
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var row, next string
+		lines := strings.Split(text.String(), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "  agent-2 ") && i+1 < len(lines) {
+				row, next = l, lines[i+1]
+			}
+		}
+		if f := strings.Fields(row); len(f) < 9 || f[6] != tc.start || !strings.HasPrefix(strings.TrimSpace(next), tc.reason) {
+			t.Errorf("%s: agent-2's row %q and its next line %q; want START %q and %q", tc.name, row, next, tc.start, tc.reason)
+		}
+	}
+}
+
 // TestPartialPolicyWording: the text says what the plan's policy did, and
 // never "continue" for a plan that said abort but whose other agents were
 // not stopped (the loss was the coordinator's stall, or came at the end).

@@ -279,16 +279,39 @@ func (r *Report) writeCluster(p *printer) {
 			pinned = "-"
 		}
 		start := "-"
-		if !a.StartOffsetUnknown {
+		switch {
+		case !a.StartOffsetUnknown:
 			start = fmtSignedUs(a.StartOffsetUs)
+		case a.Lost:
+			start = "lost"
 		}
 		p.f("  %-20s %6d %10d %10.2f %6.1f%% %8d %10s %10s %s\n", a.Name, a.Connections, a.Requests, a.RPS, 100*a.CPUUtil, a.Errors, start, fmtSignedUs(a.ClockOffsetUs), pinned)
 		if a.Error != "" {
-			p.f("    ! %s (its measurements until then are included)\n", a.Error)
+			p.f("    ! %s%s (its measurements until then are included)\n", r.lostText(a), a.Error)
 		}
 	}
 	r.writeProvenance(p)
 	p.f("Run ID: %s\n", r.runIDText())
+}
+
+// lostText is what an agent row's error line says first of a lost agent:
+// when it was lost and, when its first send is not known, whether that was
+// before the load's start (the start instant, the warm-up's start) or
+// before it reported a send; "" for an agent not lost.
+func (r *Report) lostText(a Agent) string {
+	var warmupS float64
+	if r.Warmup != nil {
+		warmupS = r.Warmup.DurationS
+	}
+	switch {
+	case !a.Lost:
+		return ""
+	case a.StartOffsetUnknown && a.LostAtS+warmupS <= 0:
+		return "lost before the start: "
+	case a.StartOffsetUnknown:
+		return fmt.Sprintf("lost after %s, before reporting a send: ", fmtSeconds(a.LostAtS))
+	}
+	return fmt.Sprintf("lost after %s: ", fmtSeconds(a.LostAtS))
 }
 
 // runIDText is the run ID as the reports print it: with "(not stored)"

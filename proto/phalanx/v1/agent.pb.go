@@ -715,9 +715,13 @@ type Interval struct {
 	// cpu_wait is the time the agent process's threads spent runnable but
 	// waiting for a CPU in the interval, summed over threads (the second
 	// field of /proc/self/task/*/schedstat, the kernel's run-queue delay).
-	CpuWait       *durationpb.Duration `protobuf:"bytes,7,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CpuWait *durationpb.Duration `protobuf:"bytes,7,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
+	// first_send_unix_nano is the agent's earliest request write so far
+	// (agent clock), 0 when none yet: the coordinator knows when an agent
+	// lost before its Done started. Done's first_send_unix_nano is final.
+	FirstSendUnixNano int64 `protobuf:"varint,8,opt,name=first_send_unix_nano,json=firstSendUnixNano,proto3" json:"first_send_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Interval) Reset() {
@@ -797,6 +801,13 @@ func (x *Interval) GetCpuWait() *durationpb.Duration {
 		return x.CpuWait
 	}
 	return nil
+}
+
+func (x *Interval) GetFirstSendUnixNano() int64 {
+	if x != nil {
+		return x.FirstSendUnixNano
+	}
+	return 0
 }
 
 // Done ends a share: the window closed and in-flight requests drained.
@@ -971,7 +982,7 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"provenance\x1a9\n" +
 	"\vErrorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xc2\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf3\x02\n" +
 	"\bInterval\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12&\n" +
 	"\x0fstart_unix_nano\x18\x02 \x01(\x03R\rstartUnixNano\x12\"\n" +
@@ -981,7 +992,8 @@ const file_phalanx_v1_agent_proto_rawDesc = "" +
 	"histograms\x120\n" +
 	"\bcounters\x18\x05 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x124\n" +
 	"\bcpu_time\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x124\n" +
-	"\bcpu_wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\xe4\x02\n" +
+	"\bcpu_wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\acpuWait\x12/\n" +
+	"\x14first_send_unix_nano\x18\b \x01(\x03R\x11firstSendUnixNano\"\xe4\x02\n" +
 	"\x04Done\x12/\n" +
 	"\x14first_send_unix_nano\x18\x01 \x01(\x03R\x11firstSendUnixNano\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
