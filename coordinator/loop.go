@@ -326,7 +326,7 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 		r.cpuWait += max(iv.GetCpuWait().AsDuration(), 0)
 		r.intervals++
 		if l := time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()); l > 0 {
-			r.intervalRPS = append(r.intervalRPS, float64(counts.Requests)/l.Seconds())
+			r.addRateSample(counts.Requests, l, rn.p.Interval)
 		}
 		r.next = max(r.next, int(iv.GetIndex())+1)
 		r.lastEnd = max(r.lastEnd, time.Unix(0, iv.GetEndUnixNano()).Sub(rn.startAt.Add(r.offset+rn.p.Warmup)))

@@ -78,7 +78,11 @@ func (rn *run) result() (*pb.RunResult, error) {
 		// The agent's window, in its own clock: from its start instant
 		// plus the warm-up to its reported end.
 		if we := d.GetWindowEndUnixNano(); we != 0 {
-			ends = append(ends, time.Unix(0, we).Sub(startAt.Add(r.offset+p.Warmup)))
+			end := time.Unix(0, we).Sub(startAt.Add(r.offset + p.Warmup))
+			ends = append(ends, end)
+			if !r.lost {
+				ar.Ran = durationpb.New(max(end, 0)) // its own window: its row's rates are over it
+			}
 		}
 		if d.GetStopped() {
 			stopped = true

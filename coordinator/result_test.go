@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ func TestResultAssembly(t *testing.T) {
 	}
 	if got := res.GetAgents()[1].GetStartOffset().AsDuration(); got != 400*time.Microsecond {
 		t.Errorf("b's start offset %v, want 400us", got)
+	}
+	if ra, rb := res.GetAgents()[0].GetRan(), res.GetAgents()[1].GetRan(); ra.AsDuration() != 3*time.Second || rb.AsDuration() != 2500*time.Millisecond || res.GetAgents()[2].GetRan() != nil {
+		t.Errorf("ran: a %v, b %v, c %v; want each agent's own window from its Done (3s, 2.5s) and none for c", ra, rb, res.GetAgents()[2].GetRan())
 	}
 	if !res.GetStoppedEarly() || res.GetWindow().AsDuration() != 3*time.Second {
 		t.Errorf("stopped %v, window %v; want true, 3s", res.GetStoppedEarly(), res.GetWindow().AsDuration())
@@ -130,5 +134,31 @@ func TestResultOfLostAgents(t *testing.T) {
 	}
 	if !res.GetAborted() || res.GetStoppedEarly() || res.GetWindow().AsDuration() != 9300*time.Millisecond {
 		t.Errorf("abort: aborted %v, stopped early %v, window %v; want true, false, 9.3s", res.GetAborted(), res.GetStoppedEarly(), res.GetWindow().AsDuration())
+	}
+}
+
+// TestRateSamples: an agent's Req/Sec samples are its intervals' rates, a
+// last interval shorter than a whole one (count mode's, a stop's) folded
+// into the one before, so that the samples span the agent's own window
+// as its row's rate does; an agent whose one interval is short keeps it.
+func TestRateSamples(t *testing.T) {
+	const iv = time.Second
+	for _, tc := range []struct {
+		name string
+		reqs []int64
+		lens []time.Duration
+		want []float64
+	}{
+		{"whole intervals", []int64{100, 200}, []time.Duration{iv, iv}, []float64{100, 200}},
+		{"a short tail", []int64{100, 200, 50}, []time.Duration{iv, iv, 250 * time.Millisecond}, []float64{100, 200}},
+		{"one short interval", []int64{90}, []time.Duration{900 * time.Millisecond}, []float64{100}},
+	} {
+		var r agentRun
+		for i := range tc.reqs {
+			r.addRateSample(tc.reqs[i], tc.lens[i], iv)
+		}
+		if !reflect.DeepEqual(r.intervalRPS, tc.want) {
+			t.Errorf("%s: addRateSample(%v, %v) = %v, want %v", tc.name, tc.reqs, tc.lens, r.intervalRPS, tc.want)
+		}
 	}
 }

@@ -39,8 +39,11 @@ type agentRun struct {
 	cpus      int32
 	intervals int
 	// intervalRPS is its completed responses per second in each interval
-	// received, in order (wrk's per-thread Req/Sec samples).
+	// received, in order (wrk's per-thread Req/Sec samples; addRateSample);
+	// lastReqs and lastLen are the last sample's responses and length.
 	intervalRPS []float64
+	lastReqs    int64
+	lastLen     time.Duration
 	done        *pb.Done
 	ended       bool // the stream ended after Done
 	err         error
@@ -250,4 +253,19 @@ func (rn *run) close() {
 		}
 	}
 	rn.wg.Wait()
+}
+
+// addRateSample appends to r.intervalRPS the rate of an interval of n
+// responses over l. An interval shorter than a whole one (interval: the
+// last of a window that count mode or a stop ended early) is folded into
+// the sample before it, so that every sample covers at least a whole
+// interval, as wrk's do, and an agent's samples span its own window, as
+// its row's rate does: a short tail never stands as a sample of its own.
+func (r *agentRun) addRateSample(n int64, l, interval time.Duration) {
+	if l < interval && len(r.intervalRPS) > 0 {
+		n, l = n+r.lastReqs, l+r.lastLen
+		r.intervalRPS = r.intervalRPS[:len(r.intervalRPS)-1]
+	}
+	r.intervalRPS = append(r.intervalRPS, float64(n)/l.Seconds())
+	r.lastReqs, r.lastLen = n, l
 }

@@ -166,7 +166,11 @@ func Build(r *Run) (*Report, error) {
 			StartOffsetUs: us(a.StartOffset), StartOffsetUnknown: a.StartOffsetUnknown, Error: a.Error,
 			CPUList: a.CPUList, Missed: a.Missed, CPUWaitS: a.CPUWait.Seconds(),
 		}
-		ran := window // a lost agent's rates are over the time its load ran
+		ran := window // an agent's rates are over the time its own load ran
+		if a.Ran > 0 {
+			row.RanS = a.Ran.Seconds()
+			ran = min(ran, row.RanS)
+		}
 		if a.Lost {
 			row.Lost, row.LostAtS, row.RanS = true, a.LostAt.Seconds(), a.Ran.Seconds()
 			ran = min(ran, a.Ran.Seconds())

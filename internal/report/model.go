@@ -156,11 +156,14 @@ type AgentRun struct {
 	StartOffsetUnknown bool
 	Error              string
 	// IntervalRPS is its completed responses per second in each interval
-	// (wrk's per-thread Req/Sec samples); empty when unknown.
+	// (wrk's per-thread Req/Sec samples), a last interval shorter than a
+	// whole one folded into the one before; empty when unknown.
 	IntervalRPS []float64
 	// Rate is the agent's share of the open-loop rate. Lost is set when
 	// the run lost it after the start; LostAt is when (from the window's
-	// start) and Ran how long its load ran as far as the result holds it.
+	// start). Ran is how long its load ran as far as the result holds it
+	// (its own window: count mode ends each agent at its last response),
+	// over which its row's rates are; 0 when unknown (the run's window).
 	Rate        int64
 	Lost        bool
 	LostAt, Ran time.Duration
@@ -565,9 +568,12 @@ type Agent struct {
 	// Error says why the agent's share ended early; its measurements up to
 	// then are included.
 	Error string `json:"error,omitempty"`
-	// Lost is set when the run lost the agent after the start; its RPS is
-	// then over RanS, how long its load ran as far as the report holds
-	// it, and LostAtS is when it was lost (both from the window's start).
+	// RanS is how long its load ran as far as the report holds it, from
+	// the window's start (its own window: in count mode or after a stop,
+	// to its last response's end; lost, to its last interval's end), and
+	// its RPS and CPU are over it; 0 when not known (then over the run's
+	// window). Lost is set when the run lost the agent after the start,
+	// and LostAtS is when it was lost.
 	Lost    bool    `json:"lost,omitempty"`
 	LostAtS float64 `json:"lost_at_s,omitempty"`
 	RanS    float64 `json:"ran_s,omitempty"`

@@ -514,6 +514,24 @@ func TestLostAgentStart(t *testing.T) {
 	}
 }
 
+// TestAgentRateOverItsWindow: in count mode each agent's window ends at
+// its last response (AgentResult.ran): its row's REQ/S and CPU are over
+// that window, as its Req/Sec samples are, not over the run's longer
+// window; an agent without ran keeps the run's.
+func TestAgentRateOverItsWindow(t *testing.T) {
+	res := result(t)
+	res.Agents[1].Ran = durationpb.New(1600 * time.Millisecond) // agent-2 finished its count 0.4 s before agent-1
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, a2 := r.AgentRows[0], r.AgentRows[1]
+	if a1.RPS != 300 || a1.RanS != 0 || a2.RPS != 250 || a2.RanS != 1.6 || a2.CPUUtil != 0.5/1.6 {
+		t.Errorf("agent-1 rps %v ran %v, agent-2 rps %v ran %v cpu %v; want 300 over the 2 s window, 250 and CPU 0.3125 over its own 1.6 s",
+			a1.RPS, a1.RanS, a2.RPS, a2.RanS, a2.CPUUtil)
+	}
+}
+
 // TestPartialPolicyWording: the text says what the plan's policy did, and
 // never "continue" for a plan that said abort but whose other agents were
 // not stopped (the loss was the coordinator's stall, or came at the end).

@@ -2316,8 +2316,10 @@ type AgentResult struct {
 	Missed int64 `protobuf:"varint,15,opt,name=missed,proto3" json:"missed,omitempty"`
 	// lost is set when the run lost the agent after its start (error says
 	// how); lost_at is when the coordinator noticed, from the window's
-	// start, and ran how long its load ran as far as the result holds it
-	// (the end of its last interval received), from the window's start.
+	// start, and ran how long its load ran as far as the result holds it,
+	// from the window's start: a lost agent's last interval's end, or the
+	// window end its Done gave (its last response's end in count mode or
+	// after a stop), over which the report takes its rate and CPU.
 	Lost   bool                 `protobuf:"varint,16,opt,name=lost,proto3" json:"lost,omitempty"`
 	LostAt *durationpb.Duration `protobuf:"bytes,17,opt,name=lost_at,json=lostAt,proto3" json:"lost_at,omitempty"`
 	Ran    *durationpb.Duration `protobuf:"bytes,18,opt,name=ran,proto3" json:"ran,omitempty"`
