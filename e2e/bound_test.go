@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,13 +172,17 @@ func spinOn(t *testing.T, cpu string, limit time.Duration) (stop func()) {
 		t.Fatalf("taskset (util-linux) to pin a busy process to CPU %s: %v", cpu, err)
 	}
 	cmd := exec.Command(taskset, "-c", cpu, "timeout", strconv.Itoa(int(limit.Seconds())), "sh", "-c", "while :; do :; done")
+	// Its own process group, killed whole: SIGKILL to timeout(1) alone
+	// leaves its shell spinning, orphaned, after the test (seen: a
+	// spinner 10 minutes old on a CI machine).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start a busy process on CPU %s: %v", cpu, err)
 	}
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
 		})
 	}
