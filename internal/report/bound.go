@@ -31,6 +31,25 @@ const (
 // exceeds it.
 const LatenessLimit = time.Millisecond
 
+// scheduled returns the open-loop sends the schedule had due in the
+// window: those issued and those never sent (Missed counts both). A
+// connection rate's schedule is of connections (each ticket's start, late
+// or not, is one send: its first request, or its handshake alone with
+// --requests-per-connection 0): those opened, those that failed to open
+// (every error with no request per connection; else the connect, tls,
+// ports and local errors) and those never started.
+func (r *Report) scheduled() int64 {
+	cr := r.ConnectionRate
+	if cr == nil {
+		return r.Issued + r.Unsent
+	}
+	failed := r.ErrorTotal()
+	if cr.RequestsPerConnection > 0 {
+		failed = r.Errors["connect"] + r.Errors["tls"] + r.Errors["ports"] + r.Errors["local"]
+	}
+	return cr.Connections + failed + r.Unsent
+}
+
 // flagBound names what limited the run: the client (ClientBound, each
 // reason naming its agent where it is one agent's) or, failing that, the
 // server (ServerBound: a backlog at the connection cap while the agents
@@ -48,13 +67,16 @@ func (r *Report) flagBound() {
 				a.Name, a.CPUWait, a.CPUWaitS, plural(int64(a.CPUs), "CPU"), 100*a.CPUUtil))
 		}
 	}
-	scheduled := r.Issued + r.Unsent // Missed includes the never sent, which Issued does not
+	scheduled, sends := r.scheduled(), "sends"
+	if r.ConnectionRate != nil {
+		sends = "connection starts"
+	}
 	backlog := r.Mode == "open" && scheduled > 0 && float64(r.Backlogged) > ClientMissedLimit*float64(scheduled)
 	if late := r.Missed - r.Backlogged; r.Mode == "open" && scheduled > 0 && float64(late) > ClientMissedLimit*float64(scheduled) {
-		reason := fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late", late, scheduled, 100*float64(late)/float64(scheduled))
+		reason := fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late", late, scheduled, sends, 100*float64(late)/float64(scheduled))
 		if r.Unsent > r.Backlogged {
-			reason = fmt.Sprintf("%d of %d scheduled sends (%.1f %%) started late or never (%d late, %d never sent)",
-				late, scheduled, 100*float64(late)/float64(scheduled), late-r.Unsent, r.Unsent)
+			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late or never (%d late, %d never sent)",
+				late, scheduled, sends, 100*float64(late)/float64(scheduled), late-r.Unsent, r.Unsent)
 		}
 		if r.Backlogged > 0 {
 			reason += " by the agents' own scheduling"
@@ -70,8 +92,8 @@ func (r *Report) flagBound() {
 		for _, a := range r.AgentRows {
 			busy = max(busy, a.CPUUtil)
 		}
-		r.ServerBoundReasons = append(r.ServerBoundReasons, fmt.Sprintf("%d of %d scheduled sends (%.1f %%) found every connection busy (%d unsent), with the agents' CPUs at most %.0f %% busy",
-			r.Backlogged, scheduled, 100*float64(r.Backlogged)/float64(scheduled), r.Unsent, 100*busy))
+		r.ServerBoundReasons = append(r.ServerBoundReasons, fmt.Sprintf("%d of %d scheduled %s (%.1f %%) found every connection busy (%d unsent), with the agents' CPUs at most %.0f %% busy",
+			r.Backlogged, scheduled, sends, 100*float64(r.Backlogged)/float64(scheduled), r.Unsent, 100*busy))
 		r.ServerBound = true
 	}
 }

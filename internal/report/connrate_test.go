@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -127,5 +128,34 @@ func TestGrowthRefusedAndHandshakeLatencyReported(t *testing.T) {
 	}
 	if strings.Contains(text.String(), "growth refused") || strings.Contains(text.String(), "Handshake lat") || strings.Contains(js.String(), "growth_refused") || strings.Contains(js.String(), "handshake_latency") {
 		t.Errorf("a run without them reports growth refused or handshake latency:\n%s", text.String())
+	}
+}
+
+// TestConnectionRateBound: a handshake-only connection rate issues no
+// request, so its late starts are judged against the connections it
+// scheduled (opened, failed to open, never started), not against the
+// requests: 30 late of 1,000 starts is client-bound, 5 is not.
+func TestConnectionRateBound(t *testing.T) {
+	for _, c := range []struct {
+		missed int64
+		bound  bool
+	}{{30, true}, {5, false}} {
+		res := openResult(t, 40) // lateness p99 40 µs: under the limit
+		res.Plan.ConnectionRate, res.Plan.RequestsPerConnection = true, 0
+		res.Counters.Requests, res.Counters.Status, res.Counters.Issued, res.Counters.Errors = 0, nil, 10, map[string]int64{"tls": 10}
+		res.Counters.ConnectionsOpened, res.Counters.Unsent, res.Counters.Missed = 985, 5, c.missed
+		hl := hist.New()
+		res.Histograms.Latency, res.Histograms.OkLatency = hl.EncodeV2(), hl.EncodeV2()
+		for _, pt := range res.Timeline {
+			pt.Requests, pt.Latency = 0, hl.EncodeV2()
+		}
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%d of 1000 scheduled connection starts (%.1f %%) started late or never (%d late, 5 never sent)", c.missed, float64(c.missed)/10, c.missed-5)
+		if r.ClientBound != c.bound || c.bound && !strings.Contains(strings.Join(r.ClientBoundReasons, "|"), want) {
+			t.Errorf("missed %d: client-bound %v %q; want %v, %q", c.missed, r.ClientBound, r.ClientBoundReasons, c.bound, want)
+		}
 	}
 }
