@@ -39,6 +39,12 @@
 #        (selected by BENCH_ONLY like a scenario): phalanx -R at each rate on the
 #        600-byte page, keep-alive HTTP/1.1, with the JSON's send lateness p50/p99,
 #        latency p50 - service time p50, and the agent's CPU per request.
+#      BENCH_CPS_RATE (500; 0 skips): the "cps" rows (selected by BENCH_ONLY like a
+#        scenario): new TLS connections/s, one request each, full handshakes: h2load
+#        -r (its short-connection mode: a client per connection, one request each,
+#        BENCH_CPS_RATE/100 every 10 ms; a multiple of 100) vs phalanx --cps; and phalanx --cps
+#        --resume-ratio 0.7 beside the same h2load runs (h2load cannot resume across
+#        connections); client and server CPU us per connection, as ratios.
 #      BENCH_PROFILE=1: after each scenario's measured rounds, one more phalanx run per
 #        mode (closed, rate) with the agent's CPU profile (pprof over the run) and its
 #        allocation profile; `go tool pprof -top` of each goes to bench-results/ and the
@@ -65,6 +71,7 @@ MEM_CONNS=${BENCH_MEM_CONNS:-2000}
 MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
 RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
 LATENESS_RATES=${BENCH_LATENESS_RATES-200 2000 20000}
+CPS_RATE=${BENCH_CPS_RATE:-500}
 NCPU=$(nproc)
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
 SERVER_CPU=${BENCH_SERVER_CPU:-$((NCPU - 1))}
@@ -83,7 +90,9 @@ SCENARIOS=(ka-h1 ka-h1-16k ka-h2 short-full short-resumed ka-h2-lighttpd)   # de
 selected=()
 for s in "${SCENARIOS[@]}"; do [[ $s =~ $ONLY ]] && selected+=("$s"); done
 LATENESS=0; [[ lateness =~ $ONLY ]] && [ -n "$LATENESS_RATES" ] && LATENESS=1
-[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || [ "$LATENESS" = 1 ] || die "BENCH_ONLY=$ONLY selects no scenario"
+CPS=0; [[ cps =~ $ONLY ]] && [ "$CPS_RATE" -gt 0 ] && CPS=1
+[[ $CPS_RATE =~ ^[0-9]+$ ]] && [ $(( CPS_RATE % 100 )) = 0 ] || die "BENCH_CPS_RATE=$CPS_RATE: want connections/s, a multiple of 100 (h2load -r creates rate/100 every 10 ms; 0 skips the cps rows)"
+[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || [ "$LATENESS" = 1 ] || [ "$CPS" = 1 ] || die "BENCH_ONLY=$ONLY selects no scenario"
 
 # --- 1. tools -------------------------------------------------------------------
 # command -> Debian package
@@ -665,6 +674,68 @@ if [ "$LATENESS" = 1 ]; then
     )
 fi
 
+# --- 5d. connection rate (the "cps" rows) ----------------------------------------------
+# Its runs go to their own TSV (not the main table): one request per connection, so
+# the µs per request of run_peer and run_phalanx are per connection too; the table
+# divides phalanx's CPU by the JSON's connections opened in the window.
+CPS_TABLE=""
+if [ "$CPS" = 1 ]; then
+    SRV_PID=$NGX_WORKER
+    MAIN_TSV=$TSV; TSV=$RES/cps.tsv; head -n1 "$MAIN_TSV" > "$TSV"
+    cps_n=$(( CPS_RATE * SECS )); cps_burst=$(( CPS_RATE / 100 )); cps_period=10ms
+    for r in $(seq "$ROUNDS"); do
+        log "== cps: h2load -r $cps_burst --rate-period $cps_period (${CPS_RATE}/s, $cps_n connections) vs phalanx --cps $CPS_RATE, round $r"
+        run_peer cps full "$CPS_RATE" "$r" h2load -- h2load --h1 -t1 -r "$cps_burst" --rate-period "$cps_period" \
+            -c "$cps_n" -n "$cps_n" "$URL"
+        sleep 1
+        # X25519 as h2load's OpenSSL offers: Go's default adds an ML-KEM-768 key share
+        run_phalanx cps full "$CPS_RATE" "$r" "$URL" -- --cps "$CPS_RATE" --curves X25519 -d "${SECS}s"
+        sleep 1
+        run_phalanx cps resumed70 "$CPS_RATE" "$r" "$URL" -- --cps "$CPS_RATE" --curves X25519 --resume-ratio 0.7 -d "${SECS}s"
+        sleep 1
+    done
+    TSV=$MAIN_TSV
+    # per round: mode, side, conns/s, µs/conn client, µs/conn server, resumed %, missed %, client-bound
+    for r in $(seq "$ROUNDS"); do
+        awk -F'\t' -v r="$r" '$1 == "cps" && $4 == r && $5 == "peer" && $8 + 0 > 0 {
+            printf "full\tpeer\t%s\t%.1f\t%s\t-\t-\t-\n", $7, $9 * 1e6 / $8, $23}' "$RES/cps.tsv"
+        for m in full resumed70; do
+            j=$RAW/cps.$m.$r.phalanx.json
+            [ -s "$j" ] || continue
+            cpu=$(awk -F'\t' -v r="$r" -v m="$m" '$1 == "cps" && $2 == m && $4 == r && $5 == "phalanx" {print $9}' "$RES/cps.tsv")
+            # the server's CPU per completed request (run_phalanx): per connection, at one each
+            srv=$(awk -F'\t' -v r="$r" -v m="$m" '$1 == "cps" && $2 == m && $4 == r && $5 == "phalanx" {print $23}' "$RES/cps.tsv")
+            jq -r --arg m "$m" --arg cpu "${cpu:-0}" --arg srv "${srv:--}" '
+                (.connection_rate.connections // 0) as $n | (.handshakes.full + .handshakes.resumed) as $h |
+                [$m, "phalanx", (.connection_rate.cps // 0),
+                 (if $n > 0 then ($cpu | tonumber) * 1e6 / $n else "-" end), $srv,
+                 (if $h > 0 then 100 * .handshakes.resumed / $h else "-" end),
+                 (if (.connection_rate.connections + .unsent) > 0 then 100 * .missed / (.connection_rate.connections + (.unsent // 0)) else "-" end),
+                 (if .client_bound then 1 else 0 end)] | @tsv' "$j"
+        done
+    done > "$RES/cps-rounds.tsv"
+    CPS_TABLE=$(awk -F'\t' -v rate="$CPS_RATE" "$AWK_MED"'
+        function f(v, fmt) { return (v == "-" || v == "") ? "-" : sprintf(fmt, v) }
+        $2 == "peer" {pc = pc " " $3; pu = pu " " $4; if ($5 != "-") ps = ps " " $5; next}
+        {k = $1; xc[k] = xc[k] " " $3; if ($4 != "-") xu[k] = xu[k] " " $4; if ($5 != "-") xs[k] = xs[k] " " $5
+         if ($6 != "-") res[k] = res[k] " " $6; if ($7 != "-") mis[k] = mis[k] " " $7; cb[k] += $8; n[k]++}
+        END {
+            print "| row | target conns/s | peer | peer conns/s | phalanx conns/s | peer µs/conn | phalanx µs/conn | ratio phalanx/peer | server µs/conn (peer) | server µs/conn (phalanx) | server ratio | phalanx resumed % | phalanx missed starts % | client-bound rounds |"
+            print "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+            split("full resumed70", ks, " ")
+            for (i = 1; i <= 2; i++) {
+                k = ks[i]; if (!(k in n)) continue
+                mpu = med(pu); mxu = med(xu[k]); mps = med(ps); mxs = med(xs[k])
+                printf "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
+                    (k == "full") ? "cps, full handshakes" : "cps, 70 % resumed (peer: full, h2load cannot resume)",
+                    rate, "h2load -r", f(med(pc), "%.0f"), f(med(xc[k]), "%.0f"), f(mpu, "%.1f"), f(mxu, "%.1f"),
+                    (mpu != "-" && mxu != "-" && mpu > 0) ? sprintf("%.2f", mxu / mpu) : "-",
+                    f(mps, "%.1f"), f(mxs, "%.1f"), (mps != "-" && mxs != "-" && mps > 0) ? sprintf("%.2f", mxs / mps) : "-",
+                    f(med(res[k]), "%.1f"), f(med(mis[k]), "%.1f"), cb[k], n[k]
+            }
+        }' "$RES/cps-rounds.tsv")
+fi
+
 # --- 7. memory at MEM_CONNS keep-alive connections -------------------------------------
 MEM_LINE=""
 if [ "$MEM_CONNS" -gt 0 ]; then
@@ -753,6 +824,12 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
         echo "$PROFILES"
     fi
     echo "Columns: *RPS* = achieved requests/s (peer: its own report; phalanx: JSON \`rps\`, completed requests in the window / window). *µs/req* = client CPU (user+sys) / completed requests: peer = the whole peer process (/usr/bin/time); phalanx = the agent process's /proc/PID/stat delta around the whole coordctl run (connection set-up, window and drain), over the window's completed requests. *RSS* = peak: peer /usr/bin/time %M; agent VmHWM after clear_refs (a long-lived Go process keeps heap from earlier runs, so this is never below the agent's current RSS). *server µs/req* = the server's CPU (the nginx worker, or lighttpd for ka-h2-lighttpd; user+sys, /proc/PID/stat around the tool's whole run) / the requests the tool completed: what one request of that client's traffic costs the server (HTTP/2: HPACK decoding, framing); *server ratio* compares phalanx's traffic with the peer's (goal for ka-h2: within 5 % of h2load's). *coordinator CPU %* = the coordinator's CPU over the coordctl call's wall time, % of one core (it shares CPU $CLIENT_CPU with the agent). Peers: ka-h1/ka-h1-16k/short-resumed closed = wrk -t1 (short-resumed with 'Connection: close': wrk resumes TLS sessions); ka-h2 = h2load -m10; short-full = ab (never resumes; wrk and h2load cannot avoid resumption); fixed-rate peer = h2load -D --rps (rate/$CONNS per client) for the keep-alive rows; n/a for short connections (ab and wrk have no rate; h2load 1.52 ignores --rps with 'Connection: close', hangs at the end of such a -D run, and resumes sessions anyway). Notes: the server's CPU (% of its core, median; ~100 % means the server, not the client, set the RPS; ka-h2-lighttpd exists to show the client's own limit against a server faster than nginx), then from the phalanx JSON: the share of resumed handshakes (short rows, median), the share of the scheduled sends (issued + unsent) that were missed: started more than 5 ms after their intended time, or never sent (fixed-rate rows, median), in how many rounds phalanx flagged the run client-bound, and each round's errors by kind."
+    if [ -n "$CPS_TABLE" ]; then
+        echo
+        echo "Connection rate ($CPS_RATE new TLS connections/s for ${SECS}s, one request each, closed by the client; medians over rounds): h2load -r (a client per connection, rate/100 every 10 ms) vs phalanx --cps --curves X25519 (the group h2load's OpenSSL offers; Go's default also sends an ML-KEM-768 key share); *µs/conn* = client CPU / connections (peer: /usr/bin/time of h2load over its connections; phalanx: the agent's CPU around the coordctl call over the window's connections); *server µs/conn* = the nginx worker's CPU per connection; the 70 % row runs phalanx --resume-ratio 0.7 beside the same h2load full-handshake runs. Per round: \`${RES#"$ROOT"/}/cps-rounds.tsv\`."
+        echo
+        echo "$CPS_TABLE"
+    fi
     if [ -n "$LATENESS_TABLE" ]; then
         echo
         echo "Send lateness (open loop, keep-alive HTTP/1.1, 600-byte page, $CONNS connections, ${SECS}s per run; medians over rounds): actual send − intended time from the JSON's \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; agent µs/req as above."
