@@ -94,6 +94,9 @@ type Engine struct {
 	// firstSend is 1 + the offset (ns) from the start instant of the
 	// earliest actual send; 0 = none yet.
 	firstSend atomic.Int64
+	// rt holds the threads woken at an instant at real-time priority
+	// until a send after it ends (noteSend).
+	rt rtHold
 	// stageStarts are the stages' start offsets from the start instant;
 	// stageLate[i] is 1 + the lateness (ns) of the first open-loop send
 	// scheduled at or after stage i's start (0: none yet).
@@ -675,18 +678,32 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		runtime.GC()
 	}
 
-	// Sleep on a Go timer to just before the instant (they wake about
-	// 1 ms late), then on the kernel's high-resolution timer to it, so
-	// that every agent's first sends leave within microseconds of it.
-	if !sleepUntil(ctx, e.mono.Add(-2*time.Millisecond)) {
+	// In open loop every slot is released before the instant: each
+	// worker's first ticket waits for it at the instant's precision and is
+	// sent from the woken thread (openPacer). In closed loop this goroutine
+	// sleeps on a Go timer to instantLead before the instant (they wake
+	// about 1 ms late, several on a loaded host), then on the kernel's
+	// high-resolution timer to it, and releases the slots from the woken
+	// thread, so that every agent's first sends leave within microseconds
+	// of it.
+	defer e.rt.release()
+	open := e.plan.OpenLoop()
+	if open {
 		close(release)
+	}
+	if !sleepUntil(ctx, e.mono.Add(-instantLead)) {
+		if !open {
+			close(release)
+		}
 		e.stop()
 		wg.Wait()
 		stopClocks()
 		return Result{}, ctx.Err()
 	}
-	waitInstant(e.mono)
-	close(release)
+	if !open {
+		e.rt.add(waitInstant(e.mono, instantHold))
+		close(release)
+	}
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -948,6 +965,9 @@ func (e *Engine) noteStage(t0, sent time.Time) {
 // noteSend records an actual send at t, keeping the earliest: the start
 // skew compares when agents really began, not when they were scheduled to.
 func (e *Engine) noteSend(t time.Time) {
+	if e.rt.pending.Load() {
+		e.rt.release()
+	}
 	off := int64(t.Sub(e.mono)) + 1
 	for {
 		cur := e.firstSend.Load()
@@ -992,6 +1012,21 @@ func (e *Engine) stop() {
 // or agents run. Chosen by measurement (bench/README.md, "Measured design
 // choices").
 const instantSpin = 500 * time.Microsecond
+
+// instantLead is how long before the run's start instant, or an open-loop
+// stage's first send, a Go timer hands over to waitInstant's kernel timer:
+// longer than the milliseconds a Go timer wakes late on a loaded host
+// (3-10 ms, once 30 ms, at load average 10-22 on 2 CPUs), where with a
+// 2 ms lead one run in three started 1-48 ms late on one of two agents
+// (bench/skew.sh; bench/README.md, "Measured design choices"). The
+// coordinator's start comes about 100 ms after its message, so the kernel
+// timer mostly waits alone; its thread sleeps meanwhile, costing no CPU.
+const instantLead = 100 * time.Millisecond
+
+// instantHold is how long before such an instant waitInstant keeps its
+// goroutine's processor (a raw sleep), so that the wake-up at the instant
+// needs no other thread.
+const instantHold = time.Millisecond
 
 // sleepUntil sleeps until t (monotonic) or ctx ends; it reports whether t
 // was reached.

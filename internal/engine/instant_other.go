@@ -8,7 +8,10 @@ import (
 )
 
 // waitInstant blocks until t by spinning (see the Linux version).
-func waitInstant(t time.Time) { spinUntil(t) }
+func waitInstant(t time.Time, _ time.Duration) (restore func()) {
+	spinUntil(t)
+	return nil
+}
 
 // spinUntil polls the clock until t, letting other goroutines run between
 // polls: precise to microseconds.

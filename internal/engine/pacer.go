@@ -55,10 +55,10 @@ func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 		// The run's first send and each stage's first: wait at the
 		// instant's precision, so agents start and change load
 		// together. Other sends wait on the worker's clock.
-		if d := time.Until(start) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
+		if d := time.Until(start) - instantLead; d > 0 && !e.wait(a.timer, d) {
 			return e.giveBack(w)
 		}
-		waitInstant(start)
+		e.rt.add(waitInstant(start, instantHold))
 	} else if !w.clock.wait(start, a) {
 		return e.giveBack(w)
 	}
@@ -96,7 +96,9 @@ func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool)
 		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
 			return time.Time{}, false
 		}
-		waitInstant(at)
+		if restore := waitInstant(at, 0); restore != nil { // one per slot: no hold
+			restore()
+		}
 	}
 	if !w.take() {
 		return time.Time{}, false
