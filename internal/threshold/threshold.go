@@ -58,7 +58,7 @@ const (
 //	METRIC: p50 p90 p99 p99.9 p99.99 (any pNN.NN from p0 to p100), max, mean,
 //	        rps, errors
 //	PHASE:  latency (the default), service, connect, tls_full, tls_resumed,
-//	        ttfb, lateness, ok (hist.Kind's names)
+//	        ttfb, lateness, ok, handshake_latency (hist.Kind's names)
 //	OP:     < <= > >=
 //	VALUE:  a duration for latencies (3ms, 250us, 1.5s; Go's units, µs too),
 //	        a number for rps, a percentage (0.1%) or a count for errors

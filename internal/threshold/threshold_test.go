@@ -26,6 +26,7 @@ func TestParse(t *testing.T) {
 		{"max<1s", Threshold{Text: "max<1s", Stage: -1, Kind: hist.Latency, Metric: Max, Op: Less, Limit: 1e6}},
 		{"ok.p99<3ms", Threshold{Text: "ok.p99<3ms", Stage: -1, Kind: hist.OK, Metric: Percentile, Percentile: 99, Op: Less, Limit: 3000}},
 		{"ok.rps>1000", Threshold{Text: "ok.rps>1000", Stage: -1, Kind: hist.OK, Metric: RPS, Op: Greater, Limit: 1000}},
+		{"handshake_latency.p99<50ms", Threshold{Text: "handshake_latency.p99<50ms", Stage: -1, Kind: hist.HandshakeLatency, Metric: Percentile, Percentile: 99, Op: Less, Limit: 50000}},
 		{"connect.mean<2ms", Threshold{Text: "connect.mean<2ms", Stage: -1, Kind: hist.Connect, Metric: Mean, Op: Less, Limit: 2000}},
 	} {
 		got, err := Parse(c.in)
