@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -25,14 +26,20 @@ type conn struct {
 	pos   int    // next position in e.sched (outside count mode: countEntry)
 	alarm *alarm // the loop goroutine's
 
-	mu     sync.Mutex // guards nc, br and closed against stop()
+	mu     sync.Mutex // guards nc and closed against stop()
 	nc     net.Conn
-	br     *bufio.Reader
 	closed bool
 
 	tally tally
 
 	// Owned by the loop goroutine (and by Prepare's dial before it).
+	// br reads nc's responses. Over TLS it is taken from readers only once
+	// a response's first byte has arrived (lead) and given back when the
+	// response has been read whole, so a connection waiting for its
+	// response or for its next request holds no read buffer; in clear text
+	// it is the connection's own (see readResponse).
+	br        *bufio.Reader
+	lead      leadReader
 	dropped   bool // the last connection was lost: the next open is a reconnect
 	resp      http1.Response
 	idleSince time.Time       // when nc was opened or last answered
@@ -150,11 +157,6 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 		return nil, &dialError{measure.ErrLocal, net.ErrClosed}
 	}
 	c.nc = nc
-	if c.br == nil {
-		c.br = bufio.NewReaderSize(nc, 16<<10)
-	} else {
-		c.br.Reset(nc)
-	}
 	c.idleSince = time.Now()
 	c.raw = nil
 	base := nc
@@ -163,6 +165,15 @@ func (c *conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError)
 		base = tc.NetConn()
 	}
 	c.tls = isTLS
+	c.lead = leadReader{nc: nc}
+	switch {
+	case isTLS:
+		c.releaseReader() // bytes buffered from the last connection are not this one's
+	case c.br == nil:
+		c.br = bufio.NewReaderSize(&c.lead, readBufSize)
+	default:
+		c.br.Reset(&c.lead)
+	}
 	if sc, ok := base.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -579,7 +590,7 @@ hops:
 		}
 		tw = time.Now()
 		started := false
-		if err := http1.ReadResponse(c.br, head, &c.resp, &started); err != nil {
+		if err := c.readResponse(head, &started); err != nil {
 			kind := classify(err, started)
 			if !started && c.resend(&o, fresh || !idle, kind) {
 				nc = nil
@@ -632,6 +643,88 @@ hops:
 		c.dropped = c.resp.Close && !e.plan.NoKeepAlive
 	}
 	return o
+}
+
+// readBufSize is an HTTP/1.1 connection's read buffer: lines up to it are
+// parsed in place (http1.ReadResponse).
+const readBufSize = 16 << 10
+
+// readers holds the read buffers of TLS connections between responses.
+// A sync.Pool (per-P caches, no shared lock per request) rather than a
+// worker's own list: a buffer is held only from a response's first byte to
+// its last, so about one per running goroutine is in use at any time,
+// however many connections wait. Buffers not taken again are freed at the
+// garbage collections after.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// leadReader is an HTTP/1.1 connection's reader under its bufio.Reader:
+// the byte a TLS connection's response was awaited with (n = 1, and
+// err if the same read failed after it), then the connection.
+type leadReader struct {
+	nc  net.Conn
+	b   [1]byte
+	n   int
+	err error
+}
+
+func (l *leadReader) Read(p []byte) (int, error) {
+	if l.n == 0 {
+		return l.nc.Read(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0], l.n = l.b[0], 0
+	if err := l.err; err != nil {
+		l.err = nil
+		return 1, err
+	}
+	// The rest of the record the byte came from is in crypto/tls's own
+	// buffer already: one more copy, no system call. A response is longer
+	// than one byte, so waiting here for more (a record of one byte) is
+	// what reading it needs anyway.
+	m, err := l.nc.Read(p[1:])
+	return 1 + m, err
+}
+
+// readResponse reads the response to the request just written. Over TLS
+// it first waits for the response's first byte with a 1-byte read, then
+// takes a read buffer from readers for the rest and gives it back once
+// the response is read whole and nothing beyond it is buffered (a
+// connection that failed is dropped: its buffer goes back too). Waiting
+// with the byte costs one more crypto/tls Read, from the record already
+// decrypted (BenchmarkKeepAliveRequest); in clear text the same wait would
+// cost a read(2) per request, so a clear-text connection keeps its own
+// buffer (16 KiB).
+func (c *conn) readResponse(head bool, started *bool) error {
+	if c.br == nil {
+		n, err := c.lead.nc.Read(c.lead.b[:])
+		if n == 0 {
+			if err == nil {
+				err = io.ErrNoProgress
+			}
+			return err
+		}
+		c.lead.n, c.lead.err = n, err
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(&c.lead)
+	}
+	err := http1.ReadResponse(c.br, head, &c.resp, started)
+	if c.tls && (err != nil || c.br.Buffered() == 0) {
+		c.releaseReader()
+	}
+	return err
+}
+
+// releaseReader gives a TLS connection's read buffer back to readers.
+func (c *conn) releaseReader() {
+	if c.br == nil {
+		return
+	}
+	c.br.Reset(nil)
+	readers.Put(c.br)
+	c.br = nil
+	c.lead.n, c.lead.err = 0, nil
 }
 
 // resend reports whether a request that failed with kind before any
