@@ -39,6 +39,7 @@ type runFlags struct {
 	warmup      wrkDuration
 	noKeepAlive bool
 	http2       bool
+	http3       bool
 	maxStreams  int
 	host        string
 	connectTo   string
@@ -217,6 +218,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Var(&f.warmup, "warmup", "load before the window, excluded from the results and reported apart, e.g. 5s")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
 	fl.BoolVar(&f.http2, "http2", false, "HTTP/2: over TLS (ALPN h2), or h2c with prior knowledge on an http:// URL (as h2load)")
+	fl.BoolVar(&f.http3, "http3", false, "HTTP/3 over QUIC (UDP, TLS 1.3, ALPN h3), https:// only, one request at a time per connection; closed loop, -R and --cps")
 	fl.IntVarP(&f.maxStreams, "max-streams", "m", 1, "concurrent streams per HTTP/2 connection (h2load -m)")
 	fl.StringVar(&f.host, "host", "", "Host header (and HTTP/2 :authority) to send instead of the URL's")
 	fl.StringVar(&f.connectTo, "connect-to", "", "dial HOST:PORT instead of the URL's host, keeping its name for Host and SNI")
@@ -230,7 +232,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.sni, "sni", "", "TLS server name (SNI) and verified name (default: the URL's host; none for an IP)")
 	fl.StringVar(&f.certFile, "cert", "", "client certificate PEM file (with --key)")
 	fl.StringVar(&f.keyFile, "key", "", "client private key PEM file (with --cert)")
-	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, or h2 with --http2)")
+	fl.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols to offer, comma-separated (default http/1.1, h2 with --http2, h3 with --http3)")
 	f.formats.register(fl)
 	fl.StringVar(&f.onAgentLoss, "on-agent-loss", plan.AbortOnLoss.String(), "when an agent is lost mid-run: abort (stop every other agent, report the window up to the loss) or continue (finish; the intervals after the loss are partial)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show no progress while the run goes (losses and the report still print)")
@@ -278,12 +280,18 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	override("warmup", func() { p.Warmup = time.Duration(f.warmup) })
 	override("interval", func() { p.Interval = time.Duration(f.interval) })
 	override("no-keepalive", func() { p.NoKeepAlive = f.noKeepAlive })
+	if f.http2 && f.http3 {
+		return p, &usageError{fmt.Errorf("--http2 and --http3: choose one")}
+	}
 	override("http2", func() {
 		p.Protocol = plan.H1
 		if f.http2 {
 			p.Protocol = plan.H2
 		}
 	})
+	if set("http3") && f.http3 {
+		p.Protocol = plan.H3
+	}
 	override("max-streams", func() { p.MaxStreams = f.maxStreams })
 	override("connect-to", func() { p.ConnectTo = f.connectTo })
 	override("resolver", func() { p.Resolver = f.resolver })
@@ -392,11 +400,11 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 var fieldFlags = map[string]string{
 	"method": "method", "connections": "connections", "duration": "duration", "timeout": "timeout",
 	"interval": "interval", "agents": "agents", "requests": "requests", "rate": "rate",
-	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "max_streams": "max-streams",
+	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "http3": "http3", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
 	"requests_per_connection": "requests-per-connection", "cps": "cps", "max_redirects": "max-redirects", "tls.resume_ratio": "resume-ratio", "source_ips": "source-ips",
-	"tls.ca_file": "cacert",
+	"tls.ca_file": "cacert", "close": "close",
 }
 
 // flagName returns how errors name flag: "-c/--connections", "--rate".

@@ -206,6 +206,14 @@ func (c *conn) closedByPeer() bool {
 	return false
 }
 
+// connected reports whether the slot has a connection (loop goroutine,
+// which alone sets nc).
+func (c *conn) connected() bool { return c.nc != nil }
+
+// fresh makes the slot's next open a new connection, not a reconnect: a
+// connection-rate ticket opens its own.
+func (c *conn) fresh() { c.dropped = false }
+
 // drop closes the current connection.
 func (c *conn) drop() {
 	c.mu.Lock()
@@ -286,7 +294,7 @@ func (c *conn) loop() {
 		}
 		inWindow := !t0.Before(e.windowStart)
 		if e.plan.ConnectionRate {
-			if !c.connection(t0, inWindow, &free) {
+			if !runConnection(e, c, t0, inWindow, &free) {
 				return
 			}
 			continue

@@ -4,7 +4,24 @@ import (
 	"time"
 )
 
-// connection runs one ticket of a connection-rate plan (Plan.ConnectionRate,
+// rateConn is what a connection-rate ticket needs of a slot that sends one
+// request at a time on its connection: HTTP/1.1's conn and HTTP/3's h3conn.
+// Its methods are called from the slot's loop goroutine.
+type rateConn interface {
+	connSlot
+	// do performs one request, opening the connection when there is none.
+	do(t0 time.Time, en *entry) outcome
+	// nextEntry returns the request the slot sends next.
+	nextEntry() *entry
+	// drop closes the slot's current connection.
+	drop()
+	// connected reports whether the slot has a connection.
+	connected() bool
+	// fresh makes the next open a new connection, not a reconnect.
+	fresh()
+}
+
+// runConnection runs one ticket of a connection-rate plan (Plan.ConnectionRate,
 // coordctl's --cps) intended at t0: it opens a connection at t0, sends the
 // plan's RequestsPerConnection requests on it back to back and closes it.
 // The connection's handshake latency (hist.HandshakeLatency) and the first
@@ -17,14 +34,14 @@ import (
 // lateness and missed start with it. It returns false when the slot is
 // done (an outcome ended after the window). free is when the slot became
 // free (conn.loop's), moved to the end of the connection's first outcome.
-func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
-	e := c.e
-	c.dropped = false // never a reconnect: each ticket opens its own
+func runConnection(e *Engine, c rateConn, t0 time.Time, inWindow bool, free *time.Time) bool {
+	c.fresh() // never a reconnect: each ticket opens its own
 	defer c.drop()
 	k := e.plan.RequestsPerConnection
 	if k == 0 {
-		return c.handshakeOnly(t0, inWindow, free)
+		return handshakeOnly(e, c, t0, inWindow, free)
 	}
+	t := c.accounts()
 	for i := range k {
 		start := t0
 		if i > 0 {
@@ -35,7 +52,7 @@ func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
 			inWindow = !start.Before(e.windowStart)
 		}
 		if inWindow {
-			c.tally.issued.Add(1)
+			t.issued.Add(1)
 		}
 		o := c.do(start, c.nextEntry())
 		o.follow = i > 0
@@ -45,10 +62,10 @@ func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
 				o.conn.intended = t0
 			}
 		}
-		if !e.settle(c.w, &c.tally, start, inWindow, &o) {
+		if !e.settle(c.worker(), t, start, inWindow, &o) {
 			return false
 		}
-		if o.failed || c.nc == nil {
+		if o.failed || !c.connected() {
 			return true // the connection is gone: the ticket ends with it
 		}
 	}
@@ -58,8 +75,8 @@ func (c *conn) connection(t0 time.Time, inWindow bool, free *time.Time) bool {
 // handshakeOnly opens a connection at t0 and records it (or its error),
 // sending nothing. Only a failed open counts as issued (Result.Issued adds
 // up requests, errors and those in flight).
-func (c *conn) handshakeOnly(t0 time.Time, inWindow bool, free *time.Time) bool {
-	e := c.e
+func handshakeOnly(e *Engine, c rateConn, t0 time.Time, inWindow bool, free *time.Time) bool {
+	w, t := c.worker(), c.accounts()
 	o := outcome{start: t0, sent: time.Now(), noRequest: true}
 	ci, derr := c.dial(e.stopCtx, false)
 	o.end = time.Now()
@@ -67,7 +84,7 @@ func (c *conn) handshakeOnly(t0 time.Time, inWindow bool, free *time.Time) bool 
 	if derr != nil {
 		o.failed, o.kind = true, derr.kind
 		if inWindow {
-			c.tally.issued.Add(1)
+			t.issued.Add(1)
 		}
 	}
 	if ci != nil {
@@ -83,11 +100,11 @@ func (c *conn) handshakeOnly(t0 time.Time, inWindow bool, free *time.Time) bool 
 	}
 	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 		if o.failed && inWindow {
-			c.tally.inFlight.Add(1)
+			t.inFlight.Add(1)
 		}
-		c.w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
+		w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
 		return false
 	}
-	c.w.rec.record(e.intervalOf(o.end), &o)
+	w.rec.record(e.intervalOf(o.end), &o)
 	return true
 }

@@ -66,7 +66,8 @@ type Engine struct {
 	cfg     Config
 	plan    plan.Plan
 	target  plan.Target
-	addr    string // resolved host:port, dialled by every connection
+	addr    string    // resolved host:port, dialled by every connection
+	h3      *h3Shared // HTTP/3's socket address and configurations (plan.H3)
 	entries []entry
 	sched   []uint16 // weighted round-robin order of entries
 
@@ -203,6 +204,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if e.addr, err = resolve(ctx, p, t, cfg.Allow, cfg.LookupHost); err != nil {
 		return nil, err
+	}
+	if p.Protocol == plan.H3 {
+		if e.h3, err = newH3Shared(e.addr, p.Timeout); err != nil {
+			return nil, err
+		}
 	}
 	sources, err := sourceAddrs(p.SourceIPs, e.addr)
 	if err != nil {

@@ -113,6 +113,11 @@ type connInfo struct {
 	// connection, its intended start (zero otherwise): done − intended is
 	// its handshake latency (hist.HandshakeLatency).
 	done, intended time.Time
+	// quic: a QUIC connection, whose handshake is its opening (no TCP
+	// connect: connect is not recorded); transport names its version
+	// ("QUIC v1").
+	quic      bool
+	transport string
 }
 
 // recordConn records a new connection in interval k. Called with mu held.
@@ -128,6 +133,9 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 			s.hists.HandshakeLatency.Record(max(ci.done.Sub(ci.intended), 0))
 		}
 		s.hists.Connect.RecordMicros(ci.connect)
+		if !ci.quic {
+			s.hists.Connect.RecordMicros(ci.connect)
+		}
 		if ci.tls {
 			if ci.resumed {
 				s.hists.TLSResumed.RecordMicros(ci.handshake)
@@ -157,5 +165,8 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 	}
 	if ci.alpn != "" {
 		c.TLS["alpn:"+ci.alpn]++
+	}
+	if ci.transport != "" {
+		c.TLS["transport:"+ci.transport]++
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,7 @@ type entry struct {
 	body    []byte
 	h1      []byte              // the whole HTTP/1.1 request, written as is
 	h2      []hpack.HeaderField // the HTTP/2 header fields (h2hpack.go)
+	h3      *http.Request       // the HTTP/3 request, reused (h3.go)
 	idx     int                 // the entry's index in the mix
 	head    bool
 	target  plan.Target // its URL, the base of a redirect's Location
@@ -45,8 +47,11 @@ func buildEntries(p plan.Plan, targets []plan.Target) ([]entry, []uint16, error)
 		t := targets[i]
 		en := entry{method: r.Method, uri: t.RequestURI, headers: r.Headers, body: r.Body, head: r.Method == "HEAD", idx: i, target: t}
 		en.h1 = buildRequest(p, t, r)
-		if p.Protocol == plan.H2 {
+		switch p.Protocol {
+		case plan.H2:
 			en.h2 = buildH2Fields(t, r)
+		case plan.H3:
+			en.h3 = buildH3Request(t, r)
 		}
 		entries = append(entries, en)
 	}

@@ -8,7 +8,7 @@ import (
 
 // connSlot is one unit of load the engine runs, with its own connection: an
 // HTTP/1.1 connection (conn), or an HTTP/2 connection whose stream slots
-// share it (h2conn); later a QUIC connection. The engine keeps every slot
+// share it (h2conn), or an HTTP/3 connection over QUIC (h3conn). The engine keeps every slot
 // in one list (Engine.slots), prepares it with dial, runs loop on one
 // goroutine that it joins, and stops it with close. A new protocol is one
 // more slot type and one more case in newSlotFunc, not one more list.
@@ -36,14 +36,17 @@ type connSlot interface {
 // one is busy; an HTTP/2 slot adds streams instead, up to MaxStreams).
 // newSlot builds slot j of worker w, the engine's i-th.
 func newSlotFunc(p plan.Protocol) (newSlot func(e *Engine, w *worker, i, j int) connSlot, grows bool) {
-	if p == plan.H2 {
+	switch p {
+	case plan.H2:
 		return func(e *Engine, w *worker, i, j int) connSlot { return newH2Conn(e, w, i, j) }, false
+	case plan.H3:
+		return func(e *Engine, w *worker, i, j int) connSlot { return newH3Conn(e, w, i, j) }, true
 	}
 	return func(e *Engine, w *worker, i, j int) connSlot { return newConn(e, w, i, j) }, true
 }
 
 var (
-	_ connSlot = (*conn)(nil)
+	_ rateConn = (*conn)(nil)
 	_ connSlot = (*h2conn)(nil)
 )
 

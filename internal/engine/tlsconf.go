@@ -21,8 +21,12 @@ func tlsConfig(p plan.Plan, t plan.Target) (*tls.Config, error) {
 		ServerName:         t.Host,
 		NextProtos:         []string{"http/1.1"},
 	}
-	if p.Protocol == plan.H2 {
+	switch p.Protocol {
+	case plan.H2:
 		c.NextProtos = []string{"h2"}
+	case plan.H3:
+		c.NextProtos = []string{"h3"}   // RFC 9114 section 3.1
+		c.MinVersion = tls.VersionTLS13 // RFC 9001 section 4.2
 	}
 	if len(p.TLS.ALPN) > 0 {
 		c.NextProtos = p.TLS.ALPN

@@ -36,8 +36,8 @@ func (p *Plan) validateConnectionRate() []error {
 	if !p.OpenLoop() {
 		bad("cps", "set", "a connection rate is an open-loop schedule: it needs a rate above 0 connections/s")
 	}
-	if p.Protocol != H1 {
-		bad("cps", "set", "a connection rate runs HTTP/1.1 only (HTTP/2 connection rates are not built yet)")
+	if p.Protocol == H2 {
+		bad("cps", "set", "a connection rate runs HTTP/1.1 and HTTP/3 only (HTTP/2 connection rates are not built yet)")
 	}
 	if p.NoKeepAlive {
 		bad("keepalive", "false", "a connection-rate plan already opens a connection per ticket: set requests_per_connection instead")

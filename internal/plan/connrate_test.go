@@ -88,7 +88,7 @@ func TestConnectionRateFileErrors(t *testing.T) {
 	// Values Validate refuses name the file's keys too.
 	for _, tc := range []struct{ in, want string }{
 		{u + "cps: 100\nrequests_per_connection: -1\n", "requests_per_connection = -1: want 0 (the handshake only) or more"},
-		{u + "cps: 100\nhttp2: true\n", "cps = set: a connection rate runs HTTP/1.1 only"},
+		{u + "cps: 100\nhttp2: true\n", "cps = set: a connection rate runs HTTP/1.1 and HTTP/3 only"},
 		{u + "tls: {resume_ratio: 1.5}\n", "tls.resume_ratio = 1.5: want a fraction from 0 to 1"},
 		{u + "source_ips: [host.example]\n", `source_ips = host.example: want an IP address`},
 		{u + "cps: 100\nkeepalive: false\n", "keepalive = false: a connection-rate plan already opens a connection per ticket"},

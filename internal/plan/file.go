@@ -34,6 +34,7 @@ type File struct {
 	Agents         int          `yaml:"agents"`
 	KeepAlive      *bool        `yaml:"keepalive"`
 	HTTP2          bool         `yaml:"http2"`
+	HTTP3          bool         `yaml:"http3"`
 	MaxStreams     int          `yaml:"max_streams"`
 	MaxRedirects   int          `yaml:"max_redirects"`
 	ConnectTo      string       `yaml:"connect_to"`
@@ -132,8 +133,13 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume,
 		},
 	}
-	if f.HTTP2 {
+	switch {
+	case f.HTTP2 && f.HTTP3:
+		return Plan{}, &FieldError{Field: "http3", Value: "true", Allowed: "choose one of http2 and http3"}
+	case f.HTTP2:
 		p.Protocol = H2
+	case f.HTTP3:
+		p.Protocol = H3
 	}
 	if f.OnAgentLoss != "" {
 		l, err := ParseLossPolicy(f.OnAgentLoss)

@@ -59,10 +59,11 @@ type Plan struct {
 	// NoKeepAlive sends one request per connection: one TCP connect and one
 	// TLS handshake per request (httpress without -k).
 	NoKeepAlive bool
-	// Protocol is the HTTP version spoken: H1 (the default) or H2 (with up
+	// Protocol is the HTTP version spoken: H1 (the default), H2 (with up
 	// to MaxStreams concurrent streams per connection: over TLS negotiated
 	// by ALPN h2; on an http:// URL h2c with prior knowledge, RFC 9113
-	// section 3.3, as h2load does).
+	// section 3.3, as h2load does) or H3 (HTTP/3 over QUIC, https only,
+	// one request at a time per connection).
 	Protocol Protocol
 	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection.
 	// Default 1. The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
@@ -101,7 +102,7 @@ type Plan struct {
 	// requests (coordctl's --cps; the TLS-handshake benchmark of QAT's and
 	// KAE's guides, h2load's -r): each ticket opens a connection at its
 	// intended time, sends RequestsPerConnection requests back to back
-	// and closes it. HTTP/1.1 only; not with Requests or NoKeepAlive.
+	// and closes it. HTTP/1.1 and HTTP/3 only; not with Requests or NoKeepAlive.
 	ConnectionRate bool
 	// RequestsPerConnection is what each connection of a ConnectionRate
 	// plan sends before it closes: 0 is the handshake only. Zero and
@@ -185,6 +186,9 @@ const (
 	// H2 is HTTP/2: over TLS, negotiated by ALPN h2; in clear text (an
 	// http:// URL), h2c with prior knowledge.
 	H2
+	// H3 is HTTP/3 (RFC 9114) over QUIC version 1 (RFC 9000) with TLS 1.3
+	// (RFC 9001), ALPN h3, on UDP to the URL's port: https only.
+	H3
 )
 
 // String returns "h1" or "h2" (or "protocol(N)" for an unknown value).
@@ -194,6 +198,8 @@ func (p Protocol) String() string {
 		return "h1"
 	case H2:
 		return "h2"
+	case H3:
+		return "h3"
 	}
 	return fmt.Sprintf("protocol(%d)", uint8(p))
 }
@@ -289,8 +295,8 @@ type TLS struct {
 	// Curves restricts and orders the key exchange groups: X25519, P-256,
 	// P-384, P-521, X25519MLKEM768.
 	Curves []string
-	// ALPN is the list of protocols offered; default http/1.1, or h2 with
-	// protocol H2.
+	// ALPN is the list of protocols offered; default http/1.1, h2 with
+	// protocol H2, h3 with H3.
 	ALPN []string
 	// Resume turns on session resumption (a session cache per worker: TLS
 	// 1.3 tickets, TLS 1.2 tickets). Off by default, so short connections
@@ -420,10 +426,11 @@ func (p *Plan) Check() (Parsed, error) {
 	switch p.Protocol {
 	case H1:
 	case H2: // over TLS with ALPN h2, or h2c with prior knowledge on http://
+	case H3: // over QUIC: validateHTTP3
 	default:
-		bad("protocol", p.Protocol.String(), "want h1 or h2")
+		bad("protocol", p.Protocol.String(), "want h1, h2 or h3")
 	}
-	if p.MaxStreams > 1 && p.Protocol != H2 {
+	if p.MaxStreams > 1 && p.Protocol == H1 {
 		bad("max_streams", fmt.Sprint(p.MaxStreams), "concurrent streams need http2 (--http2)")
 	}
 	for _, hp := range []struct{ field, v string }{{"connect_to", p.ConnectTo}, {"resolver", p.Resolver}} {
@@ -445,6 +452,7 @@ func (p *Plan) Check() (Parsed, error) {
 		errs = append(errs, p.ineffectiveLoad(t)...)
 	}
 	errs = append(errs, p.TLS.validate(p.Protocol == H2)...)
+	errs = append(errs, p.validateHTTP3(t, terr == nil)...)
 	if p.Timeout <= 0 {
 		bad("timeout", p.Timeout.String(), "want more than 0, e.g. 2s")
 	}

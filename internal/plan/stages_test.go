@@ -54,7 +54,7 @@ func TestLoadExplicit(t *testing.T) {
 		{Plan{URL: "https://x/", Rate: 100}, "rate = 100: a closed-loop plan has no rate"},
 		{Plan{URL: "https://x/", Load: OpenLoop}, "rate = 0: an open-loop plan needs a rate"},
 		{Plan{URL: "https://x/", Load: Load(9)}, "load = load(9): want closed or open"},
-		{Plan{URL: "https://x/", Protocol: Protocol(9)}, "protocol = protocol(9): want h1 or h2"},
+		{Plan{URL: "https://x/", Protocol: Protocol(9)}, "protocol = protocol(9): want h1, h2 or h3"},
 	} {
 		p := tc.p
 		p.SetDefaults()

@@ -72,6 +72,7 @@ func Build(r *Run) (*Report, error) {
 		TTFBUs:                hs.TTFB.Summarize(),
 		TLS:                   tlsCounts(c.TLS),
 		MaxStreams:            r.MaxStreams,
+		HTTP3:                 r.HTTP3,
 		Mode:                  "closed",
 		LatencyBasis:          "actual send",
 		Missed:                c.Missed,
@@ -279,6 +280,11 @@ func tlsCounts(m map[string]int64) TLSCounts {
 			t.Group[v] += n
 		case "alpn":
 			t.ALPN[v] += n
+		case "transport":
+			if t.Transport == nil {
+				t.Transport = map[string]int64{}
+			}
+			t.Transport[v] += n
 		}
 	}
 	return t

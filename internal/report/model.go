@@ -71,9 +71,11 @@ type Run struct {
 	Warmup         measure.Counts
 	WarmupDuration time.Duration
 	MaxStreams     int32
-	Timeline       []Interval
-	Stages         []StageRun
-	Agents         []AgentRun
+	// HTTP3 is set when the plan spoke HTTP/3 over QUIC (plan.H3).
+	HTTP3    bool
+	Timeline []Interval
+	Stages   []StageRun
+	Agents   []AgentRun
 	// Mix has each request of the plan's mix measured apart (2 to 16
 	// requests), in mix order, over MixAgents agents (those that ended
 	// with their Done); Requests labels them (the plan's mix).
@@ -374,6 +376,11 @@ type Report struct {
 	// (the plan's, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS);
 	// 0 for HTTP/1.1.
 	MaxStreams int32 `json:"h2_max_streams,omitempty"`
+	// HTTP3 is set when the run spoke HTTP/3 over QUIC: Connect is then
+	// not measured (QUIC's handshake opens the connection), and
+	// HeaderBytes and the framing are not counted (BytesRead is the
+	// bodies').
+	HTTP3 bool `json:"http3,omitempty"`
 	// HeaderBytes and BodyBytes split completed responses' BytesRead
 	// (h2load's "traffic: headers, data"): header sections as on the wire
 	// (HTTP/2: HPACK-compressed HEADERS frames), bodies as received, still
@@ -526,6 +533,9 @@ type TLSCounts struct {
 	Cipher  map[string]int64 `json:"cipher"`
 	Group   map[string]int64 `json:"group"`
 	ALPN    map[string]int64 `json:"alpn"`
+	// Transport counts QUIC connections by QUIC version ("QUIC v1"):
+	// empty over TCP.
+	Transport map[string]int64 `json:"transport,omitempty"`
 }
 
 // Warmup is the warm-up's outcomes.

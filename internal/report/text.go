@@ -88,6 +88,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %s per connection\n", plural(int64(r.MaxStreams), "concurrent stream"))
 	}
+	if r.HTTP3 {
+		p.f("  HTTP/3 over QUIC, 1 request at a time per connection\n")
+	}
 	if r.Close == "rst" {
 		p.f("  connections closed by a TCP reset (--close rst)\n")
 	}
@@ -196,7 +199,11 @@ func (r *Report) writeCluster(p *printer) {
 	}
 	p.f("\n")
 	if len(r.TLS.Version) > 0 {
-		p.f("TLS:          %s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))
+		p.f("TLS:          ")
+		if len(r.TLS.Transport) > 0 {
+			p.f("%s; ", fmtCounts(r.TLS.Transport))
+		}
+		p.f("%s; %s; %s", fmtCounts(r.TLS.Version), fmtCounts(r.TLS.Cipher), fmtCounts(r.TLS.Group))
 		if len(r.TLS.ALPN) > 0 {
 			p.f("; ALPN %s", fmtCounts(r.TLS.ALPN))
 		}

@@ -35,7 +35,7 @@ func TestCountsFromProtoRejects(t *testing.T) {
 		{"status sum", func(m *pb.Counters) { m.Requests = 4 }, "counters: 4 requests, but their status codes sum to 3"},
 		{"unknown error kind", func(m *pb.Counters) { m.Errors["boom"] = 1 }, `"boom"`},
 		{"negative error count", func(m *pb.Counters) { m.Errors["reset"] = -1 }, "counters: errors[reset] = -1"},
-		{"TLS key kind", func(m *pb.Counters) { m.Tls["evil:x"] = 1 }, `TLS key "evil:x": want a version, cipher, group or alpn key`},
+		{"TLS key kind", func(m *pb.Counters) { m.Tls["evil:x"] = 1 }, `TLS key "evil:x": want a version, cipher, group, alpn or transport key`},
 		{"TLS value escape", func(m *pb.Counters) { m.Tls["cipher:\x1b[2J"] = 1 }, "printable ASCII"},
 		{"TLS value empty", func(m *pb.Counters) { m.Tls["group:"] = 1 }, "printable ASCII"},
 		{"TLS count", func(m *pb.Counters) { m.Tls["alpn:h2"] = -1 }, `tls["alpn:h2"] = -1`},

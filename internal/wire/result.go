@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -38,6 +39,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		Histograms: hs, Counts: counts, InFlight: r.GetInFlight(), StartSkew: r.GetStartSkew().AsDuration(),
 		StartSkewUnknown: startSkewUnknown(r.GetStartSkew() != nil, r.GetAgents()),
 		Warmup:           warmup, WarmupDuration: r.GetWarmupDuration().AsDuration(), MaxStreams: r.GetMaxStreams(),
+		HTTP3: p.Protocol == plan.H3,
 	}
 	run.Verdict = VerdictFromProto(r)
 	for _, pt := range r.GetTimeline() {

@@ -147,6 +147,8 @@ func protocolToProto(p plan.Protocol) pb.Protocol {
 		return pb.Protocol_PROTOCOL_HTTP1
 	case plan.H2:
 		return pb.Protocol_PROTOCOL_HTTP2
+	case plan.H3:
+		return pb.Protocol_PROTOCOL_HTTP3
 	}
 	return pb.Protocol(-1) // rejected by the receiver's validation
 }
@@ -159,6 +161,8 @@ func protocolFromProto(p pb.Protocol) plan.Protocol {
 		return plan.H1
 	case pb.Protocol_PROTOCOL_HTTP2:
 		return plan.H2
+	case pb.Protocol_PROTOCOL_HTTP3:
+		return plan.H3
 	}
 	return plan.Protocol(255)
 }
@@ -338,14 +342,14 @@ func checkCount(name string, v int64) error {
 	return nil
 }
 
-// checkTLSKey checks a TLS counter's key: "version:", "cipher:", "group:"
-// or "alpn:" and a printable ASCII value.
+// checkTLSKey checks a TLS counter's key: "version:", "cipher:", "group:",
+// "alpn:" or (QUIC) "transport:" and a printable ASCII value.
 func checkTLSKey(k string) error {
 	kind, v, _ := strings.Cut(k, ":")
 	switch kind {
-	case "version", "cipher", "group", "alpn":
+	case "version", "cipher", "group", "alpn", "transport":
 	default:
-		return fmt.Errorf("counters: TLS key %q: want a version, cipher, group or alpn key (\"version:TLS 1.3\")", k)
+		return fmt.Errorf("counters: TLS key %q: want a version, cipher, group, alpn or transport key (\"version:TLS 1.3\")", k)
 	}
 	if v == "" || len(v) > MaxTLSValue || strings.IndexFunc(v, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
 		return fmt.Errorf("counters: TLS key %q: want a value of 1 to %d printable ASCII bytes", k, MaxTLSValue)

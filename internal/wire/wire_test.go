@@ -36,6 +36,7 @@ func TestPlanLoadRoundTrip(t *testing.T) {
 		{URL: "https://x/", Load: plan.OpenLoop, Stages: []plan.Stage{{Duration: time.Second, Rate: 5}}},
 		{URL: "http://x/", Connections: 4, Stages: []plan.Stage{{Duration: time.Second, Connections: 9}}},
 		{URL: "http://x/", Connections: 4},
+		{URL: "https://x/", Connections: 4, Protocol: plan.H3, Load: plan.OpenLoop, Rate: 100, ConnectionRate: true, RequestsPerConnection: 2},
 	} {
 		m := PlanToProto(p)
 		if got := PlanFromProto(m); !reflect.DeepEqual(got, p) {

@@ -88,6 +88,9 @@ const (
 	// PROTOCOL_HTTP2 is HTTP/2 over TLS (ALPN h2), with max_streams
 	// concurrent streams per connection.
 	Protocol_PROTOCOL_HTTP2 Protocol = 2
+	// PROTOCOL_HTTP3 is HTTP/3 over QUIC (ALPN h3, UDP), https only, one
+	// request at a time per connection.
+	Protocol_PROTOCOL_HTTP3 Protocol = 3
 )
 
 // Enum value maps for Protocol.
@@ -96,11 +99,13 @@ var (
 		0: "PROTOCOL_UNSPECIFIED",
 		1: "PROTOCOL_HTTP1",
 		2: "PROTOCOL_HTTP2",
+		3: "PROTOCOL_HTTP3",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED": 0,
 		"PROTOCOL_HTTP1":       1,
 		"PROTOCOL_HTTP2":       2,
+		"PROTOCOL_HTTP3":       3,
 	}
 )
 
@@ -1108,11 +1113,12 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x0fAgentLossPolicy\x12!\n" +
 	"\x1dAGENT_LOSS_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17AGENT_LOSS_POLICY_ABORT\x10\x01\x12\x1e\n" +
-	"\x1aAGENT_LOSS_POLICY_CONTINUE\x10\x02*L\n" +
+	"\x1aAGENT_LOSS_POLICY_CONTINUE\x10\x02*`\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePROTOCOL_HTTP1\x10\x01\x12\x12\n" +
-	"\x0ePROTOCOL_HTTP2\x10\x02B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
+	"\x0ePROTOCOL_HTTP2\x10\x02\x12\x12\n" +
+	"\x0ePROTOCOL_HTTP3\x10\x03B;Z9github.com/phalanxload/phalanx/proto/phalanx/v1;phalanxv1b\x06proto3"
 
 var (
 	file_phalanx_v1_plan_proto_rawDescOnce sync.Once

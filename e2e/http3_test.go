@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/phalanxload/phalanx/internal/h3test"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// TestHTTP3CountsMatchServer runs HTTP/3 plans through a cluster of two
+// agents against a quic-go HTTP/3 server (internal/h3test) and compares
+// the report with the server's own counts, exactly: the requests issued
+// (completed, errors and in flight at the window's end) are the requests
+// it handled, and the connections opened are the QUIC connections it
+// accepted, each a full TLS 1.3 handshake over QUIC v1 with ALPN h3. In
+// closed loop, open loop (-R) and at a connection rate (--cps).
+func TestHTTP3CountsMatchServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    plan.Plan
+	}{
+		{"closed", plan.Plan{Connections: 4, Duration: time.Second}},
+		{"open", plan.Plan{Connections: 2, MaxConnections: 8, Duration: time.Second, Load: plan.OpenLoop, Rate: 200}},
+		{"cps", plan.Plan{Connections: 2, MaxConnections: 20, Duration: time.Second, Load: plan.OpenLoop, Rate: 50, ConnectionRate: true, RequestsPerConnection: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := h3test.Start(t, testCA(t).Cert, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+			p := tc.p
+			p.URL, p.Protocol = s.URL+"/", plan.H3
+			r := runCase(t, p, 2, 1).Report
+			if f := agentFailures(r); f != "" {
+				t.Fatalf("agent failures: %s", f)
+			}
+			t.Logf("%d requests, %d in flight, %d errors %v, %d connections, tls %+v", r.Requests, r.InFlight, r.ErrorTotal(), r.Errors, r.ConnectionsOpened, r.TLS)
+			if r.Issued != s.Requests.Load() || r.Requests == 0 {
+				t.Errorf("issued %d (completed %d): the server handled %d", r.Issued, r.Requests, s.Requests.Load())
+			}
+			if !h3test.WaitFor(func() bool { return s.Conns.Load() >= r.ConnectionsOpened }) || s.Conns.Load() != r.ConnectionsOpened {
+				t.Errorf("connections opened %d: the server accepted %d", r.ConnectionsOpened, s.Conns.Load())
+			}
+			if r.Handshakes.Full != r.ConnectionsOpened || r.TLS.Transport["QUIC v1"] != r.ConnectionsOpened || r.TLS.ALPN["h3"] != r.ConnectionsOpened {
+				t.Errorf("handshakes %+v, TLS %+v: want %d full over QUIC v1 with ALPN h3", r.Handshakes, r.TLS, r.ConnectionsOpened)
+			}
+			if !r.HTTP3 {
+				t.Errorf("the report does not say HTTP/3")
+			}
+			if cr := r.ConnectionRate; tc.p.ConnectionRate && (cr == nil || cr.Connections != s.Conns.Load()) {
+				t.Errorf("connection rate %+v: want the server's %d connections", cr, s.Conns.Load())
+			}
+		})
+	}
+}

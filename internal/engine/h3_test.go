@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/phalanxload/phalanx/internal/h3test"
+	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
+)
+
+// h3Target starts an HTTP/3 test server running h, and returns it and its
+// certificate (PEM).
+func h3Target(t *testing.T, h http.HandlerFunc) (*h3test.Server, []byte) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(http.NotFoundHandler()) // only for its certificate
+	ts.StartTLS()
+	cert := ts.TLS.Certificates[0]
+	ca := pemCert(ts.Certificate().Raw)
+	ts.Close()
+	return h3test.Start(t, cert, h), ca
+}
+
+// runH3 runs plan p (conns connections) against s and returns the window's
+// counts, the result and the latency and lateness sample counts.
+func runH3(t *testing.T, p plan.Plan, conns int) (measure.Counts, Result, int64, int64) {
+	t.Helper()
+	e := newEngine(t, p, conns)
+	prep, err := e.Prepare(context.Background())
+	if err != nil {
+		t.Fatalf("Prepare = %+v, %v", prep, err)
+	}
+	var total measure.Counts
+	var hcount, late int64
+	res, err := e.Run(context.Background(), time.Now().Add(50*time.Millisecond), func(iv Interval) {
+		total.Add(&iv.Counts)
+		hcount += iv.Hists.Latency.Count()
+		late += iv.Hists.Lateness.Count()
+		t.Logf("interval %d: %d conns, %d requests, %d errors, %d missed; handshake p50 %dus, latency p50 %dus",
+			iv.Index, iv.Counts.ConnectionsOpened, iv.Counts.Requests, iv.Counts.ErrorTotal(), iv.Counts.Missed,
+			iv.Hists.TLSFull.ValueAtPercentile(50), iv.Hists.Latency.ValueAtPercentile(50))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hcount != total.Requests {
+		t.Errorf("latency histogram holds %d samples, requests %d", hcount, total.Requests)
+	}
+	return total, res, hcount, late
+}
+
+// checkH3Exact checks that the engine's requests add up with the server's
+// and that its connections are the server's QUIC connections, each one a
+// TLS handshake over QUIC v1 with ALPN h3.
+func checkH3Exact(t *testing.T, s *h3test.Server, total measure.Counts, res Result) {
+	t.Helper()
+	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != res.Issued {
+		t.Errorf("completed %d + errors %d + in flight %d = %d, want issued %d", total.Requests, total.ErrorTotal(), res.InFlight, got, res.Issued)
+	}
+	if total.ErrorTotal() != 0 {
+		t.Errorf("errors: %v", total.ErrorMap())
+	}
+	if got := s.Requests.Load(); got != res.Issued {
+		t.Errorf("server handled %d requests, engine issued %d", got, res.Issued)
+	}
+	if !h3test.WaitFor(func() bool { return s.Conns.Load() >= total.ConnectionsOpened }) || s.Conns.Load() != total.ConnectionsOpened {
+		t.Errorf("server accepted %d QUIC connections, engine opened %d", s.Conns.Load(), total.ConnectionsOpened)
+	}
+	if n := total.ConnectionsOpened; total.HandshakesFull+total.HandshakesResumed != n {
+		t.Errorf("handshakes %d full + %d resumed, want the %d connections", total.HandshakesFull, total.HandshakesResumed, n)
+	}
+	for _, k := range []string{"transport:QUIC v1", "alpn:h3", "version:TLS 1.3"} {
+		if total.TLS[k] != total.ConnectionsOpened {
+			t.Errorf("TLS[%q] = %d, want every connection (%d): %v", k, total.TLS[k], total.ConnectionsOpened, total.TLS)
+		}
+	}
+	if total.Status[200] != total.Requests {
+		t.Errorf("status 200: %d of %d", total.Status[200], total.Requests)
+	}
+}
+
+func hello(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello world")) }
+
+func TestHTTP3ClosedLoop(t *testing.T) {
+	s, ca := h3Target(t, hello)
+	p := plan.Plan{URL: s.URL + "/x?y=1", Protocol: plan.H3, Connections: 4, Duration: time.Second, Interval: 500 * time.Millisecond, TLS: plan.TLS{CAPEM: ca}}
+	total, res, _, late := runH3(t, p, 4)
+	checkH3Exact(t, s, total, res)
+	if total.ConnectionsOpened != 4 || total.Reconnects != 0 {
+		t.Errorf("%d connections opened, %d reconnects: want the 4 prepared", total.ConnectionsOpened, total.Reconnects)
+	}
+	if total.Requests < 40 {
+		t.Errorf("%d requests in 1 s on 4 connections", total.Requests)
+	}
+	if late != 0 {
+		t.Errorf("closed loop recorded %d lateness samples", late)
+	}
+	if total.BodyBytes != 11*total.Requests || total.BytesRead < total.BodyBytes {
+		t.Errorf("body bytes %d, read %d, for %d responses of 11 bytes", total.BodyBytes, total.BytesRead, total.Requests)
+	}
+}
+
+func TestHTTP3OpenLoop(t *testing.T) {
+	s, ca := h3Target(t, hello)
+	p := plan.Plan{URL: s.URL + "/", Protocol: plan.H3, Connections: 2, MaxConnections: 8, Duration: time.Second, Interval: 500 * time.Millisecond,
+		Load: plan.OpenLoop, Rate: 200, TLS: plan.TLS{CAPEM: ca}}
+	total, res, _, late := runH3(t, p, 2)
+	checkH3Exact(t, s, total, res)
+	// Every ticket of the second is sent or counted unsent, and every
+	// send's lateness is recorded.
+	if got := res.Issued + total.Unsent; got != 200 {
+		t.Errorf("issued %d + unsent %d = %d, want the 200 tickets", res.Issued, total.Unsent, got)
+	}
+	if late != res.Issued-res.InFlight {
+		t.Errorf("%d lateness samples for %d requests ended in the window", late, res.Issued-res.InFlight)
+	}
+}
+
+func TestHTTP3ConnectionRate(t *testing.T) {
+	s, ca := h3Target(t, hello)
+	p := plan.Plan{URL: s.URL + "/", Protocol: plan.H3, Connections: 2, MaxConnections: 20, Duration: time.Second, Interval: 500 * time.Millisecond,
+		Load: plan.OpenLoop, Rate: 100, ConnectionRate: true, RequestsPerConnection: 2, TLS: plan.TLS{CAPEM: ca}}
+	total, res, _, _ := runH3(t, p, 2)
+	checkH3Exact(t, s, total, res)
+	if got := total.ConnectionsOpened + total.Unsent; got != 100 {
+		t.Errorf("connections opened %d + unsent %d = %d, want the 100 tickets", total.ConnectionsOpened, total.Unsent, got)
+	}
+	if total.HandshakesFull != total.ConnectionsOpened {
+		t.Errorf("full handshakes %d of %d connections (no resumption asked)", total.HandshakesFull, total.ConnectionsOpened)
+	}
+	if n, c := res.Issued, total.ConnectionsOpened; n > 2*c || n < 2*(c-20) {
+		t.Errorf("issued %d requests on %d connections, want 2 each", n, c)
+	}
+}
+
+// TestClassifyH3 maps QUIC and HTTP/3 errors to the error kinds as the
+// README's HTTP/3 section says.
+func TestClassifyH3(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		started   bool
+		want      measure.ErrorKind
+		handshake bool
+	}{
+		{"deadline", context.DeadlineExceeded, false, measure.ErrTimeout, false},
+		{"idle timeout", &quic.IdleTimeoutError{}, false, measure.ErrTimeout, false},
+		{"handshake timeout", &quic.HandshakeTimeoutError{}, false, measure.ErrTimeout, true},
+		{"stateless reset", &quic.StatelessResetError{}, false, measure.ErrReset, false},
+		{"request rejected", &http3.Error{Remote: true, ErrorCode: http3.ErrCodeRequestRejected}, false, measure.ErrRefused, false},
+		{"stream reset", &quic.StreamError{Remote: true, ErrorCode: quic.StreamErrorCode(http3.ErrCodeInternalError)}, false, measure.ErrReset, false},
+		{"frame error", &http3.Error{Remote: true, ErrorCode: http3.ErrCodeFrameError}, true, measure.ErrProtocol, false},
+		{"qpack", &quic.ApplicationError{Remote: true, ErrorCode: quic.ApplicationErrorCode(http3.ErrCodeQPACKDecompressionFailed)}, false, measure.ErrProtocol, false},
+		{"graceful close", &quic.ApplicationError{Remote: true, ErrorCode: quic.ApplicationErrorCode(http3.ErrCodeNoError)}, false, measure.ErrClosed, false},
+		{"graceful close in a body", &quic.ApplicationError{Remote: true, ErrorCode: quic.ApplicationErrorCode(http3.ErrCodeNoError)}, true, measure.ErrTruncated, false},
+		{"crypto error", &quic.TransportError{Remote: true, ErrorCode: quic.TransportErrorCode(0x100 + 40)}, false, measure.ErrTLS, true},
+		{"connection refused", &quic.TransportError{Remote: true, ErrorCode: quic.ConnectionRefused}, false, measure.ErrConnect, true},
+		{"flow control", &quic.TransportError{Remote: true, ErrorCode: quic.FlowControlError}, false, measure.ErrProtocol, false},
+		{"version", &quic.VersionNegotiationError{}, false, measure.ErrTLS, true},
+		{"ports", fmt.Errorf("listen: %w", syscall.EADDRNOTAVAIL), false, measure.ErrPorts, true},
+	} {
+		if got := classifyH3(tc.err, tc.started, tc.handshake); got != tc.want {
+			t.Errorf("classifyH3(%s: %v, started %v) = %v, want %v", tc.name, tc.err, tc.started, got, tc.want)
+		}
+	}
+}

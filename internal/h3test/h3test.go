@@ -1,0 +1,126 @@
+// Package h3test is a fixture for tests: an HTTP/3 server on quic-go
+// (RFC 9114 over QUIC v1) on 127.0.0.1 that counts what it saw, QUIC
+// connections, resumed handshakes, 0-RTT connections and requests, so that
+// a test can compare them with the engine's report exactly. It starts no
+// goroutine that its cleanup does not join, except quic-go's own, which
+// end when the server closes.
+package h3test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// Server is a running HTTP/3 test server.
+type Server struct {
+	// URL is "https://127.0.0.1:PORT" (UDP).
+	URL string
+	// Conns counts QUIC connections accepted; Resumed those whose TLS
+	// handshake resumed a session, Early those that used 0-RTT (both
+	// counted once the handshake completes); Requests the requests
+	// handled (before the handler runs).
+	Conns, Resumed, Early, Requests atomic.Int64
+}
+
+// Start starts an HTTP/3 server with cert that runs h on every request,
+// with 0-RTT allowed. t's cleanup closes it and every connection and joins
+// its goroutines.
+func Start(t testing.TB, cert tls.Certificate, h http.Handler) *Server {
+	t.Helper()
+	s := &Server{}
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &quic.Transport{Conn: udp}
+	tlsConf := http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}})
+	ln, err := tr.ListenEarly(tlsConf, &quic.Config{Allow0RTT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http3.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Requests.Add(1)
+		h.ServeHTTP(w, r)
+	})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[*quic.Conn]bool{}
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for c := range conns {
+			_ = c.CloseWithError(0, "")
+		}
+		mu.Unlock()
+		wg.Wait()
+		_ = srv.Close()
+		_ = tr.Close()
+		_ = udp.Close()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			s.Conns.Add(1)
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Add(2)
+			go func() { // count the handshake's outcome
+				defer wg.Done()
+				select {
+				case <-c.HandshakeComplete():
+					st := c.ConnectionState()
+					if st.TLS.DidResume {
+						s.Resumed.Add(1)
+					}
+					if st.Used0RTT {
+						s.Early.Add(1)
+					}
+				case <-c.Context().Done():
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				defer func() {
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+				}()
+				if err := srv.ServeQUICConn(c); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					t.Logf("h3test: %v", err)
+				}
+			}()
+		}
+	}()
+	s.URL = "https://" + udp.LocalAddr().String()
+	return s
+}
+
+// WaitFor retries cond until it holds or 5 s pass, and reports whether it
+// held: the server counts connections and handshakes on goroutines of its
+// own, which may lag the client's return.
+func WaitFor(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
