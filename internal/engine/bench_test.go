@@ -157,8 +157,8 @@ func BenchmarkH2ClosedLoopRun(b *testing.B) {
 }
 
 // benchRun runs count-mode plan p (p.Requests requests) on one worker,
-// timing only Run.
-func benchRun(b *testing.B, p plan.Plan) {
+// timing only Run, and returns the process CPU time Run took.
+func benchRun(b *testing.B, p plan.Plan) time.Duration {
 	b.Helper()
 	p.SetDefaults()
 	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Workers: 1})
@@ -171,10 +171,13 @@ func benchRun(b *testing.B, p plan.Plan) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	res, err := e.Run(context.Background(), time.Now(), func(Interval) {})
+	cpu := processCPU() - cpu0
 	if err != nil || res.Issued != p.Requests {
 		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, p.Requests)
 	}
+	return cpu
 }
 
 // BenchmarkOpenLoopLateness runs open-loop windows of 2 s at 200, 2,000

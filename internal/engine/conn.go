@@ -283,12 +283,23 @@ type sizes struct {
 // window's end or the count runs out. A request that ends after the window
 // counts as in flight; none is issued after it.
 func (c *conn) loop() {
-	e := c.e
 	defer c.drop()
 	defer c.alarm.close()
+	serialLoop(c.e, c, c.j, c.alarm)
+}
+
+// serialLoop runs slot c (slot j of its worker), which sends one request
+// at a time on its connection (HTTP/1.1's conn, HTTP/3's h3conn), from
+// the start instant until the pacer says it is done: each request, or
+// with a connection rate each ticket's connection (runConnection), then
+// its bookkeeping (settle). A request that ends after the window counts
+// as in flight and none is issued after it. a is the loop goroutine's
+// alarm.
+func serialLoop(e *Engine, c rateConn, j int, a *alarm) {
+	w, t := c.worker(), c.accounts()
 	free := time.Now() // a slot opened by growth was free only from now
 	for {
-		t0, ok := e.pacer.next(c.w, c.j, c.alarm)
+		t0, ok := e.pacer.next(w, j, a)
 		if !ok {
 			return
 		}
@@ -300,11 +311,11 @@ func (c *conn) loop() {
 			continue
 		}
 		if inWindow {
-			c.tally.issued.Add(1)
+			t.issued.Add(1)
 		}
 		o := c.do(t0, c.nextEntry())
 		o.free, free = free, o.end
-		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
+		if !e.settle(w, t, t0, inWindow, &o) {
 			return
 		}
 	}
@@ -312,14 +323,18 @@ func (c *conn) loop() {
 
 // nextEntry returns the request the slot sends next: count mode's by its
 // global index, else the next of the slot's cycle through the mix.
-func (c *conn) nextEntry() *entry {
-	e := c.e
-	if c.w.counting {
-		return e.countEntry(c.w)
+func (c *conn) nextEntry() *entry { return c.e.nextEntry(c.w, &c.pos) }
+
+// nextEntry returns the request a slot of worker w sends next: count
+// mode's by its global index, else the next of the slot's cycle through
+// the mix, from its position *pos (advanced).
+func (e *Engine) nextEntry(w *worker, pos *int) *entry {
+	if w.counting {
+		return e.countEntry(w)
 	}
-	en := &e.entries[e.sched[c.pos]]
-	if c.pos++; c.pos == len(e.sched) {
-		c.pos = 0
+	en := &e.entries[e.sched[*pos]]
+	if *pos++; *pos == len(e.sched) {
+		*pos = 0
 	}
 	return en
 }

@@ -213,50 +213,16 @@ func (c *h3conn) connected() bool {
 // connection-rate ticket opens its own.
 func (c *h3conn) fresh() { c.dropped = false }
 
-// loop sends requests from the start instant until the pacer says the
-// slot is done, one at a time; a request that ends after the window counts
-// as in flight and none is issued after it.
+// loop sends requests one at a time, as an HTTP/1.1 slot does
+// (serialLoop), then closes the connection.
 func (c *h3conn) loop() {
-	e := c.e
 	defer c.drop()
 	defer c.alarm.close()
-	free := time.Now() // a slot opened by growth was free only from now
-	for {
-		t0, ok := e.pacer.next(c.w, c.j, c.alarm)
-		if !ok {
-			return
-		}
-		inWindow := !t0.Before(e.windowStart)
-		if e.plan.ConnectionRate {
-			if !runConnection(e, c, t0, inWindow, &free) {
-				return
-			}
-			continue
-		}
-		if inWindow {
-			c.tally.issued.Add(1)
-		}
-		o := c.do(t0, c.nextEntry())
-		o.free, free = free, o.end
-		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
-			return
-		}
-	}
+	serialLoop(c.e, c, c.j, c.alarm)
 }
 
-// nextEntry returns the request the slot sends next: count mode's by its
-// global index, else the next of the slot's cycle through the mix.
-func (c *h3conn) nextEntry() *entry {
-	e := c.e
-	if c.w.counting {
-		return e.countEntry(c.w)
-	}
-	en := &e.entries[e.sched[c.pos]]
-	if c.pos++; c.pos == len(e.sched) {
-		c.pos = 0
-	}
-	return en
-}
+// nextEntry returns the request the slot sends next.
+func (c *h3conn) nextEntry() *entry { return c.e.nextEntry(c.w, &c.pos) }
 
 // do performs one request on a request stream of the slot's connection,
 // opening a connection first when there is none (its handshake is then
