@@ -35,10 +35,12 @@
 #      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS (2000;
 #      0 skips the memory line)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
 #      BENCH_SERVER_CPU (last CPU)
-#      BENCH_LATENESS_RATES ("200 2000 20000"; empty skips): the "lateness" row
-#        (selected by BENCH_ONLY like a scenario): phalanx -R at each rate on the
-#        600-byte page, keep-alive HTTP/1.1, with the JSON's send lateness p50/p99,
-#        latency p50 - service time p50, and the agent's CPU per request.
+#      BENCH_LATENESS_RATES ("200 2000 20000"; empty skips): the "lateness" rows
+#        (selected by BENCH_ONLY like a scenario named lateness): h2load --rps and
+#        phalanx -R at each rate on the 600-byte page, keep-alive HTTP/1.1 and HTTP/2
+#        (-m10), both tools' CPU per request and phalanx's send lateness p50/p99 and
+#        latency p50 - service time p50 (JSON); with the ka-h1/ka-h2 fixed-rate rows
+#        (60 % of the closed-loop maximum) added when those ran.
 #      BENCH_CPS_RATE (500; 0 skips): the "cps" rows (selected by BENCH_ONLY like a
 #        scenario): new TLS connections/s, one request each, full handshakes: h2load
 #        -r (its short-connection mode: a client per connection, one request each,
@@ -641,35 +643,68 @@ for scen in "${selected[@]}"; do
     [ "$PROFILE" = 1 ] && run_profile "$scen" rate "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
 done
 
-# --- 5c. send lateness sweep (the "lateness" row) --------------------------------------
+# --- 5c. -R sweep with send lateness (the "lateness" rows) -------------------------------
+# HTTP/1.1 (lateness-h1) and HTTP/2 (-m10, lateness-h2) on the 600-byte page at each rate
+# of LATENESS_RATES, h2load --rps (rate / CONNS per client) then phalanx -R, interleaved
+# per round; and, from the ka-h1 / ka-h2 fixed-rate rows when they ran, the same at 60 %
+# (RATE_FRACTION) of the peer's closed-loop median. Per rate: both tools' CPU per request
+# and, from phalanx's JSON, send lateness p50/p99, latency p50 - service time p50.
 LATENESS_TABLE=""
 if [ "$LATENESS" = 1 ]; then
     SRV_PID=$NGX_WORKER
     for r in $(seq "$ROUNDS"); do
-        for rate in $LATENESS_RATES; do
-            log "== lateness: phalanx -R $rate -c$CONNS, round $r"
-            run_phalanx lateness "R$rate" "$rate" "$r" "$URL" -- -c"$CONNS" -R "$rate" -d "${SECS}s"
-            sleep 1
+        for proto in h1 h2; do
+            for rate in $LATENESS_RATES; do
+                per=$(( rate / CONNS )); [ "$per" -ge 1 ] || per=1
+                if [ "$proto" = h1 ]; then
+                    hp=(h2load --h1 -t1 -c"$CONNS" -D "$SECS" --rps="$per" "$URL"); pf=(-c"$CONNS")
+                else
+                    hp=(h2load -t1 -c"$CONNS" -m10 -D "$SECS" --rps="$per" "$URL"); pf=(--http2 -m10 -c"$CONNS")
+                fi
+                log "== lateness-$proto: h2load --rps $per x $CONNS vs phalanx -R $rate, round $r"
+                run_peer "lateness-$proto" "R$rate" "$rate" "$r" h2load -- "${hp[@]}"
+                sleep 1
+                run_phalanx "lateness-$proto" "R$rate" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s"
+                sleep 1
+            done
         done
     done
     LATENESS_TABLE=$(
-        echo "| -R | rounds | send lateness p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | agent µs/req | client-bound rounds |"
-        echo "|---|---|---|---|---|---|---|---|"
-        for rate in $LATENESS_RATES; do
-            for r in $(seq "$ROUNDS"); do
-                j=$RAW/lateness.R$rate.$r.phalanx.json
-                [ -s "$j" ] || continue
-                us=$(awk -F'\t' -v m="R$rate" -v r="$r" '$1 == "lateness" && $2 == m && $4 == r {print $10}' "$TSV")
-                jq -r --arg us "$us" '[(.send_lateness_us.p50 // "-"), (.send_lateness_us.p99 // "-"),
-                    (if .latency_us and .service_time_us then .latency_us.p50 - .service_time_us.p50 else "-" end),
-                    (.service_time_us.p50 // "-"), $us, (if .client_bound then 1 else 0 end)] | @tsv' "$j"
-            done | awk -F'\t' -v rate="$rate" '
-                {n++; for (i = 1; i <= 5; i++) v[i, n] = $i; cb += $6}
-                function med(i,   a, k, m, t) { m = 0; for (k = 1; k <= n; k++) if (v[i, k] != "-") a[++m] = v[i, k] + 0
-                    if (m == 0) return "-"
-                    for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (a[t] < a[k]) { x = a[k]; a[k] = a[t]; a[t] = x }
-                    return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-                END { if (n) printf "| %s | %d | %s | %s | %s | %s | %s | %d of %d |\n", rate, n, med(1), med(2), med(3), med(4), med(5), cb, n }'
+        echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
+        echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        for proto in h1 h2; do
+            src=()
+            for rate in $LATENESS_RATES; do src+=("lateness-$proto R$rate $rate"); done
+            ka=ka-h1; [ "$proto" = h2 ] && ka=ka-h2
+            krate=$(awk -F'\t' -v s="$ka" '$1 == s && $2 == "rate" {print $3; exit}' "$TSV")
+            [ -n "$krate" ] && src+=("$ka rate $krate (${RATE_FRACTION} x closed max)")
+            for e in "${src[@]}"; do
+                read -r scen mode rate label <<< "$e"
+                for r in $(seq "$ROUNDS"); do
+                    j=$RAW/$scen.$mode.$r.phalanx.json
+                    [ -s "$j" ] || continue
+                    read -r prps pus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
+                        '$1 == s && $2 == m && $4 == r && $5 == "peer" {print $7, $10}' "$TSV") || true
+                    read -r xrps xus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
+                        '$1 == s && $2 == m && $4 == r && $5 == "phalanx" {print $7, $10}' "$TSV") || true
+                    jq -r --arg a "${prps:--}" --arg b "${xrps:--}" --arg c "${pus:--}" --arg d "${xus:--}" '[$a, $b, $c, $d,
+                        (.send_lateness_us.p50 // "-"), (.send_lateness_us.p99 // "-"),
+                        (if .latency_us and .service_time_us then .latency_us.p50 - .service_time_us.p50 else "-" end),
+                        (.service_time_us.p50 // "-"), (if .client_bound then 1 else 0 end)] | @tsv' "$j"
+                done | awk -F'\t' -v proto="$proto" -v rate="$rate" -v label="${label:-}" '
+                    {n++; for (i = 1; i <= 8; i++) v[i, n] = $i; cb += $9}
+                    function med(i,   a, k, m, t, x) { m = 0; for (k = 1; k <= n; k++) if (v[i, k] != "-" && v[i, k] != "") a[++m] = v[i, k] + 0
+                        if (m == 0) return "-"
+                        for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (a[t] < a[k]) { x = a[k]; a[k] = a[t]; a[t] = x }
+                        return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+                    function f(x, fmt) { return x == "-" ? "-" : sprintf(fmt, x) }
+                    END { if (!n) exit
+                        pu = med(3); xu = med(4); ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
+                        printf "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
+                            (proto == "h1" ? "HTTP/1.1" : "HTTP/2 -m10"), rate, (label ? " " label : ""),
+                            f(med(1), "%.0f"), f(med(2), "%.0f"), f(pu, "%.1f"), f(xu, "%.1f"), ratio,
+                            f(med(5), "%.0f"), f(med(6), "%.0f"), f(med(7), "%.0f"), f(med(8), "%.0f"), cb, n }'
+            done
         done
     )
 fi
@@ -832,7 +867,7 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
     fi
     if [ -n "$LATENESS_TABLE" ]; then
         echo
-        echo "Send lateness (open loop, keep-alive HTTP/1.1, 600-byte page, $CONNS connections, ${SECS}s per run; medians over rounds): actual send − intended time from the JSON's \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; agent µs/req as above."
+        echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads."
         echo
         echo "$LATENESS_TABLE"
     fi
