@@ -267,6 +267,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			w.tlsConf = base.Clone()
 			if p.TLS.Resume {
 				w.resume = newResumeMix(base, p.TLS.ResumeRatio)
+				w.resume.copies = p.Protocol == plan.H3
 			}
 		}
 		e.workers = append(e.workers, w)

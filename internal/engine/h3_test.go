@@ -172,3 +172,26 @@ func TestClassifyH3(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP3Resume: at a connection rate with half the handshakes offered
+// a session, every QUIC handshake the engine counts as resumed is one the
+// server resumed, exactly, and some were (the first offers of each worker
+// find no session yet, and a session arrives after the handshake).
+func TestHTTP3Resume(t *testing.T) {
+	s, ca := h3Target(t, hello)
+	p := plan.Plan{URL: s.URL + "/", Protocol: plan.H3, Connections: 2, MaxConnections: 20, Duration: time.Second, Interval: 500 * time.Millisecond,
+		Load: plan.OpenLoop, Rate: 60, ConnectionRate: true, RequestsPerConnection: 1, TLS: plan.TLS{CAPEM: ca, Resume: true, ResumeRatio: 0.5}}
+	total, res, _, _ := runH3(t, p, 2)
+	checkH3Exact(t, s, total, res)
+	if !h3test.WaitFor(func() bool { return s.Resumed.Load() >= total.HandshakesResumed }) || s.Resumed.Load() != total.HandshakesResumed {
+		t.Errorf("server resumed %d handshakes, engine counted %d resumed", s.Resumed.Load(), total.HandshakesResumed)
+	}
+	n := total.HandshakesFull + total.HandshakesResumed
+	if total.HandshakesResumed == 0 || total.HandshakesResumed > n/2+2 {
+		t.Errorf("%d of %d handshakes resumed, want some, at most about half (ratio 0.5)", total.HandshakesResumed, n)
+	}
+	if total.HandshakesRefused != 0 {
+		t.Errorf("%d offered but refused: the server resumes every session it issued", total.HandshakesRefused)
+	}
+	t.Logf("%d full, %d resumed, %d refused; server resumed %d", total.HandshakesFull, total.HandshakesResumed, total.HandshakesRefused, s.Resumed.Load())
+}

@@ -14,6 +14,10 @@ import (
 // DidResume false).
 type resumeMix struct {
 	ratio float64 // 0: every handshake offers
+	// copies: each offer gets its own copy of the cached session (QUIC:
+	// quic-go writes into the session state it resumes, which two
+	// handshakes offering one cached session at once would share).
+	copies bool
 	n     atomic.Int64
 	cache tls.ClientSessionCache
 	offer *tls.Config // with the cache, cloned per handshake to see its offer
@@ -37,7 +41,7 @@ func (m *resumeMix) next() (*tls.Config, *offerCache) {
 			return m.full, nil
 		}
 	}
-	oc := &offerCache{ClientSessionCache: m.cache}
+	oc := &offerCache{ClientSessionCache: m.cache, copies: m.copies}
 	conf := m.offer.Clone()
 	conf.ClientSessionCache = oc
 	return conf, oc
@@ -48,12 +52,41 @@ func (m *resumeMix) next() (*tls.Config, *offerCache) {
 type offerCache struct {
 	tls.ClientSessionCache
 	offered bool
+	copies  bool // resumeMix.copies
 }
 
 func (o *offerCache) Get(key string) (*tls.ClientSessionState, bool) {
 	s, ok := o.ClientSessionCache.Get(key)
 	if ok && s != nil {
+		if o.copies {
+			if s = copySession(s); s == nil {
+				return nil, false // not copyable: offer nothing, a full handshake
+			}
+		}
 		o.offered = true
 	}
 	return s, ok
+}
+
+// copySession returns a copy of s that shares no state with it (through
+// its encoding, crypto/tls's SessionState.Bytes and ParseSessionState), or
+// nil when s does not encode.
+func copySession(s *tls.ClientSessionState) *tls.ClientSessionState {
+	ticket, st, err := s.ResumptionState()
+	if err != nil || st == nil {
+		return nil
+	}
+	b, err := st.Bytes()
+	if err != nil {
+		return nil
+	}
+	cp, err := tls.ParseSessionState(b)
+	if err != nil {
+		return nil
+	}
+	cs, err := tls.NewResumptionState(append([]byte(nil), ticket...), cp)
+	if err != nil {
+		return nil
+	}
+	return cs
 }
