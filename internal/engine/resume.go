@@ -18,10 +18,10 @@ type resumeMix struct {
 	// quic-go writes into the session state it resumes, which two
 	// handshakes offering one cached session at once would share).
 	copies bool
-	n     atomic.Int64
-	cache tls.ClientSessionCache
-	offer *tls.Config // with the cache, cloned per handshake to see its offer
-	full  *tls.Config // without a cache: offers nothing, keeps nothing
+	n      atomic.Int64
+	cache  tls.ClientSessionCache
+	offer  *tls.Config // with the cache, cloned per handshake to see its offer
+	full   *tls.Config // without a cache: offers nothing, keeps nothing
 }
 
 func newResumeMix(base *tls.Config, ratio float64) *resumeMix {
