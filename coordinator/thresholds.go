@@ -107,7 +107,7 @@ func (rn *run) checkAbort(pt *merge.Point) {
 			if t.Stage >= len(stages) || pt.Start < stages[t.Stage].Start || pt.Start >= stages[t.Stage].Start+stages[t.Stage].Duration {
 				continue // not this stage's interval: its streak waits
 			}
-		case t.Kind != hist.Latency && t.Kind != hist.Lateness && (t.Metric != threshold.RPS && t.Metric != threshold.Errors):
+		case t.Kind != hist.Latency && t.Kind != hist.Lateness && (t.Metric != threshold.RPS && t.Metric != threshold.Errors && t.Metric != threshold.Failed):
 			w = sofar
 		}
 		r := t.EvalWindow(w)

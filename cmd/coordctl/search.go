@@ -58,7 +58,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "search --slo SLO [flags] URL",
 		Short: "Find the highest load at which every SLO holds (capacity search: growth, bisection, repeats at the boundary)",
-		Example: `  coordctl search --slo 'p99<3ms' --slo 'errors<0.1%' https://target.example/
+		Example: `  coordctl search --slo 'p99<3ms' --slo 'failed<0.1%' https://target.example/
   coordctl search --connections-range 10..4000 --slo 'p99<3ms' https://target.example/`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -143,7 +143,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringArrayVar(&f.slos, "slo", nil, "objective every passing step holds, as --threshold (repeatable): p99<3ms, errors<0.1%")
+	fl.StringArrayVar(&f.slos, "slo", nil, "objective every passing step holds, as --threshold (repeatable): p99<3ms, failed<0.1% (errors and non-2xx/3xx responses)")
 	fl.StringVar(&f.rateRange, "rate-range", "1000..200000", "open loop (the default): the rates to search, requests/s FROM..TO")
 	fl.StringVar(&f.connRange, "connections-range", "", "closed loop: the connections to search, FROM..TO (e.g. 10..4000)")
 	fl.StringVar(&f.precision, "precision", "2%", "bisect until the bracket is this narrow, of its lower end")

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/report"
+	"github.com/phalanxload/phalanx/internal/threshold"
 	"github.com/phalanxload/phalanx/internal/wire"
 )
 
@@ -102,6 +104,47 @@ func TestStatusCodesUnlessAll200(t *testing.T) {
 			if strings.Contains(text.String(), n) {
 				t.Errorf("status %v: %q in\n%s", tc.status, n, text.String())
 			}
+		}
+	}
+}
+
+// TestThresholdErrorsAreTheErrorsLine: a threshold's errors counts exactly
+// what the report's Errors line counts (the requests without a response),
+// and failed adds its Non-2xx or 3xx responses, as k6's http_req_failed;
+// each threshold line says which it read.
+func TestThresholdErrorsAreTheErrorsLine(t *testing.T) {
+	res := result(t) // 1000 responses (10 of status 503) and 3 errors
+	counts, err := wire.CountsFromProto(res.GetCounters())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []threshold.Result
+	for _, s := range []string{"errors<=3", "failed<=3", "failed<1%"} {
+		th, err := threshold.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes = append(outcomes, th.EvalWindow(threshold.Window{Counts: &counts, Length: 2 * time.Second}))
+	}
+	res.Thresholds = wire.ThresholdsToProto(outcomes)
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{
+		"  Errors: 3 (refused 1, reset 1, timeout 1)\n",
+		"  Non-2xx or 3xx responses: 10\n",
+		"  pass errors<=3                3 (errors: the Errors line, requests without a response)\n",
+		"  FAIL failed<=3                13 (failed: Errors plus Non-2xx or 3xx responses)\n",
+		"  FAIL failed<1%                1.2961% (failed: Errors plus Non-2xx or 3xx responses)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -22,7 +22,8 @@ type Verdict struct {
 // Limit are in Unit: "us" for latencies, "ratio" (0-1) for an error rate,
 // "count", "rps"; Value is null when the window held no sample of the
 // metric (NoData: then it fails). Metric is what it reads (a histogram's
-// name such as "latency" or "tls_full", or "rps", "errors"), Percentile
+// name such as "latency" or "tls_full", or "rps", "errors": the Errors
+// line's count, "failed": errors plus non-2xx/3xx responses), Percentile
 // the pNN of a percentile threshold, LimitUs the bound of a latency one
 // (the HTML report draws a latency percentile's as its SLO line).
 type ThresholdResult struct {
@@ -81,8 +82,15 @@ func (r *Report) writeThresholds(p *printer) {
 		if !t.Pass {
 			verdict = "FAIL"
 		}
-		p.f("  %-4s %-24s %s\n", verdict, t.Threshold, fmtThresholdValue(t))
+		p.f("  %-4s %-24s %s%s\n", verdict, t.Threshold, fmtThresholdValue(t), countsWhat[t.Metric])
 	}
+}
+
+// countsWhat says, after a threshold's value, what its error metric
+// counted: the report's own lines, so that errors and failed read apart.
+var countsWhat = map[string]string{
+	"errors": " (errors: the Errors line, requests without a response)",
+	"failed": " (failed: Errors plus Non-2xx or 3xx responses)",
 }
 
 // fmtThresholdValue formats a threshold's value in its unit.

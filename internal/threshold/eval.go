@@ -36,8 +36,9 @@ type Result struct {
 	Pass      bool
 	NoData    bool
 	// Limit is the threshold's bound in Unit; Metric what it reads (a
-	// histogram's name, hist.Kind, for a latency metric; "rps" or
-	// "errors"); Percentile the pNN of a percentile metric (0 otherwise).
+	// histogram's name, hist.Kind, for a latency metric; "rps", "errors"
+	// or "failed"); Percentile the pNN of a percentile metric (0
+	// otherwise).
 	Limit      float64
 	Metric     string
 	Percentile float64
@@ -86,6 +87,8 @@ func (t Threshold) result() Result {
 		r.Metric = "rps"
 	case Errors:
 		r.Metric = "errors"
+	case Failed:
+		r.Metric = "failed"
 	case Percentile:
 		r.Percentile = t.Percentile
 	}
@@ -104,11 +107,14 @@ func (t Threshold) value(w Window) (float64, bool) {
 			n -= nonOK(w.Counts) // ok.rps: status 200-399 only
 		}
 		return float64(n) / w.Length.Seconds(), true
-	case Errors:
+	case Errors, Failed:
 		if w.Counts == nil {
 			return 0, false
 		}
-		failed := float64(w.Counts.ErrorTotal() + nonOK(w.Counts))
+		failed := float64(w.Counts.ErrorTotal()) // the report's Errors line
+		if t.Metric == Failed {
+			failed += float64(nonOK(w.Counts)) // and its Non-2xx or 3xx responses
+		}
 		if !t.Rate {
 			return failed, true
 		}

@@ -23,11 +23,17 @@ const (
 	// RPS is completed responses per second of the window (with Kind
 	// hist.OK, ok.rps: those of status 200-399 only).
 	RPS
-	// Errors is the failed requests: transport errors (every error kind)
-	// plus responses outside 200-399, as k6's http_req_failed counts
-	// failures. With Threshold.Rate it is their share of the ended
-	// requests (responses + transport errors), else their count.
+	// Errors is the requests that ended in an error kind (connect, tls,
+	// timeout, reset, ...: no response), exactly what the report's
+	// "Errors:" line, ERRORS columns and JSON errors count. With
+	// Threshold.Rate it is their share of the ended requests (responses +
+	// errors), else their count.
 	Errors
+	// Failed is Errors plus the responses outside 200-399 (the report's
+	// "Non-2xx or 3xx responses"), as k6's http_req_failed counts
+	// failures with its default expected statuses; a share or a count as
+	// Errors.
+	Failed
 )
 
 // Op is a threshold's comparison.
@@ -56,12 +62,17 @@ const (
 //
 //	[stageN.][PHASE.]METRIC OP VALUE
 //	METRIC: p50 p90 p99 p99.9 p99.99 (any pNN.NN from p0 to p100), max, mean,
-//	        rps, errors
+//	        rps, errors, failed
 //	PHASE:  latency (the default), service, connect, tls_full, tls_resumed,
 //	        ttfb, lateness, ok, handshake_latency (hist.Kind's names)
 //	OP:     < <= > >=
 //	VALUE:  a duration for latencies (3ms, 250us, 1.5s; Go's units, µs too),
-//	        a number for rps, a percentage (0.1%) or a count for errors
+//	        a number for rps, a percentage (0.1%) or a count for errors and
+//	        failed
+//
+// errors counts what the report's Errors line counts (requests that got
+// no response: every error kind); failed adds the responses outside
+// 200-399, as k6's http_req_failed does.
 //
 // stageN scopes it to plan stage N, numbered as the report's Stage column
 // and the JSON stages[].index; a stage keeps only its latency, rps and
@@ -84,7 +95,7 @@ type Threshold struct {
 	// Limit is the bound, in the metric's unit: µs for latencies, a 0-1
 	// ratio for an error rate, a count, or requests/s.
 	Limit float64
-	// Rate marks an Errors threshold given as a percentage.
+	// Rate marks an Errors or Failed threshold given as a percentage.
 	Rate bool
 }
 
@@ -97,9 +108,9 @@ func (t Threshold) Unit() string {
 	switch {
 	case t.Metric == RPS:
 		return UnitRPS
-	case t.Metric == Errors && t.Rate:
+	case (t.Metric == Errors || t.Metric == Failed) && t.Rate:
 		return UnitRatio
-	case t.Metric == Errors:
+	case t.Metric == Errors || t.Metric == Failed:
 		return UnitCount
 	}
 	return UnitMicros
@@ -163,8 +174,10 @@ func Parse(s string) (Threshold, error) {
 		t.Metric = Mean
 	case metric == "rps":
 		t.Metric = RPS
-	case metric == "errors" || metric == "error_rate":
+	case metric == "errors":
 		t.Metric = Errors
+	case metric == "failed":
+		t.Metric = Failed
 	case strings.HasPrefix(metric, "p"):
 		q, err := strconv.ParseFloat(metric[1:], 64)
 		if err != nil || q < 0 || q > 100 {
@@ -172,9 +185,9 @@ func Parse(s string) (Threshold, error) {
 		}
 		t.Metric, t.Percentile = Percentile, q
 	default:
-		return fail("unknown metric %q: want pNN (p50, p99, p99.9 ...), max, mean, rps or errors", metric)
+		return fail("unknown metric %q: want pNN (p50, p99, p99.9 ...), max, mean, rps, errors or failed", metric)
 	}
-	if phase != "" && (t.Metric == Errors || (t.Metric == RPS && t.Kind != hist.OK)) {
+	if phase != "" && (t.Metric == Errors || t.Metric == Failed || (t.Metric == RPS && t.Kind != hist.OK)) {
 		return fail("%s has no phase: %s.%s is not a metric", metric, phase, metric)
 	}
 	if t.Stage >= 0 && t.Kind != hist.Latency {
@@ -187,17 +200,17 @@ func Parse(s string) (Threshold, error) {
 			return fail("rps value %q: want a number of requests/s, e.g. 1000", rest)
 		}
 		t.Limit = v
-	case Errors:
+	case Errors, Failed:
 		if num, ok := strings.CutSuffix(rest, "%"); ok {
 			v, err := strconv.ParseFloat(num, 64)
 			if err != nil || v < 0 || v > 100 {
-				return fail("error rate %q: want a percentage from 0%% to 100%%, e.g. 0.1%%", rest)
+				return fail("%s rate %q: want a percentage from 0%% to 100%%, e.g. 0.1%%", metric, rest)
 			}
 			t.Limit, t.Rate = v/100, true
 		} else {
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil || v < 0 || math.IsInf(v, 0) {
-				return fail("errors value %q: want a percentage (0.1%%) or a count (10)", rest)
+				return fail("%s value %q: want a percentage (0.1%%) or a count (10)", metric, rest)
 			}
 			t.Limit = v
 		}

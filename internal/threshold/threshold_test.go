@@ -28,6 +28,8 @@ func TestParse(t *testing.T) {
 		{"ok.rps>1000", Threshold{Text: "ok.rps>1000", Stage: -1, Kind: hist.OK, Metric: RPS, Op: Greater, Limit: 1000}},
 		{"handshake_latency.p99<50ms", Threshold{Text: "handshake_latency.p99<50ms", Stage: -1, Kind: hist.HandshakeLatency, Metric: Percentile, Percentile: 99, Op: Less, Limit: 50000}},
 		{"connect.mean<2ms", Threshold{Text: "connect.mean<2ms", Stage: -1, Kind: hist.Connect, Metric: Mean, Op: Less, Limit: 2000}},
+		{"failed<0.1%", Threshold{Text: "failed<0.1%", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: Less, Limit: 0.001, Rate: true}},
+		{"failed<=10", Threshold{Text: "failed<=10", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: LessEq, Limit: 10}},
 	} {
 		got, err := Parse(c.in)
 		if err != nil || got != c.want {
@@ -52,6 +54,9 @@ func TestParseErrors(t *testing.T) {
 		"stage1.ttfb.p99<3": "a stage keeps only its latency",
 		"stagex.p99<3ms":    "want stageN",
 		"a.b.c.p99<3ms":     "want [stageN.][PHASE.]METRIC",
+		"ok.failed<1%":      "failed has no phase",
+		"max<200":           "max value \"200\": want a duration",
+		"error_rate<1%":     "unknown metric \"error_rate\"",
 	} {
 		_, err := Parse(in)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), in) {
@@ -94,9 +99,13 @@ func TestEval(t *testing.T) {
 		{"max<1ms", 1000, false, false},
 		{"rps>499", 500, true, false},
 		{"rps>500", 500, false, false},
-		{"errors<1%", 0.01, false, false},
-		{"errors<=1%", 0.01, true, false},
-		{"errors<11", 10, true, false},
+		// errors counts the report's Errors line (no transport error
+		// here); failed adds the 10 responses of status 500.
+		{"errors<1%", 0, true, false},
+		{"errors<1", 0, true, false},
+		{"failed<1%", 0.01, false, false},
+		{"failed<=1%", 0.01, true, false},
+		{"failed<11", 10, true, false},
 		{"tls_full.p99<20ms", 0, false, true}, // no handshake: no data, never a pass
 		{"stage0.p99<1ms", 990, true, false},
 		{"stage1.p99<1ms", 0, false, true},
@@ -129,10 +138,13 @@ func TestEval(t *testing.T) {
 			t.Errorf("EvalWindow(%s) = %+v, want value %v, pass", c.th, r, c.value)
 		}
 	}
-	// Transport errors count in the rate's numerator and denominator.
+	// Transport errors count in the rate's numerator and denominator, of
+	// errors and failed alike.
 	w2 := window(t, []int64{100}, 9, 0, 1, time.Second)
-	th, _ := Parse("errors<10%")
-	if r := th.EvalWindow(w2); r.Value != 0.1 || r.Pass {
-		t.Errorf("errors<10%% on 9 responses and 1 timeout = %+v, want 0.1, fail", r)
+	for _, s := range []string{"errors<10%", "failed<10%"} {
+		th, _ := Parse(s)
+		if r := th.EvalWindow(w2); r.Value != 0.1 || r.Pass {
+			t.Errorf("%s on 9 responses and 1 timeout = %+v, want 0.1, fail", s, r)
+		}
 	}
 }

@@ -1018,7 +1018,7 @@ type RunPlanRequest struct {
 	// about the number of agents.
 	AgentIntervals bool `protobuf:"varint,2,opt,name=agent_intervals,json=agentIntervals,proto3" json:"agent_intervals,omitempty"`
 	// thresholds are pass/fail criteria evaluated on the merged result
-	// (internal/threshold's grammar: "p99<3ms", "errors<0.1%", "rps>1000",
+	// (internal/threshold's grammar: "p99<3ms", "failed<0.1%", "rps>1000",
 	// "tls_full.p99<20ms", "stage2.p99<5ms"); their outcome is in
 	// RunResult.thresholds. A bad one is INVALID_ARGUMENT naming it.
 	Thresholds []string `protobuf:"bytes,3,rep,name=thresholds,proto3" json:"thresholds,omitempty"`
