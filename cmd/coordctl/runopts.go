@@ -33,7 +33,7 @@ type runOptions struct {
 // addFlags adds the options' flags to fl.
 func (o *runOptions) addFlags(fl *pflag.FlagSet) {
 	o.abortDelay, o.abortWindow = wrkDuration(coordinator.DefaultAbortDelay), wrkDuration(coordinator.DefaultAbortWindow)
-	fl.StringArrayVar(&o.thresholds, "threshold", nil, "pass/fail criterion on the window, repeatable: p99<3ms, failed<0.1%, rps>1000, tls_full.p99<20ms, stage1.p99<5ms; errors counts the report's Errors line (requests that got no response), failed adds its Non-2xx or 3xx responses (k6's http_req_failed); a failed one exits 99")
+	fl.StringArrayVar(&o.thresholds, "threshold", nil, "pass/fail criterion on the window, repeatable: p99<3ms, failed<0.1%, rps>1000, tls_full.p99<20ms, stage1.p99<5ms, or k6's p(95)<3ms, avg<2ms, rate<0.01; errors counts the report's Errors line (requests that got no response), failed adds its Non-2xx or 3xx responses (k6's http_req_failed; rate is its ratio); a failed one exits 99")
 	fl.BoolVar(&o.abortOnFail, "abort-on-fail", false, "end the run early when a threshold fails in every interval for --abort-window, after --abort-delay")
 	fl.Var(&o.abortDelay, "abort-delay", "--abort-on-fail grace period: intervals starting earlier in the window never abort")
 	fl.Var(&o.abortWindow, "abort-window", "--abort-on-fail: how long a threshold must fail, interval after interval, to end the run")

@@ -110,8 +110,8 @@ func TestStatusCodesUnlessAll200(t *testing.T) {
 
 // TestThresholdErrorsAreTheErrorsLine: a threshold's errors counts exactly
 // what the report's Errors line counts (the requests without a response),
-// and failed adds its Non-2xx or 3xx responses, as k6's http_req_failed;
-// each threshold line says which it read.
+// and failed adds its Non-2xx or 3xx responses, as k6's http_req_failed
+// (k6's rate is failed's ratio); each threshold line says which it read.
 func TestThresholdErrorsAreTheErrorsLine(t *testing.T) {
 	res := result(t) // 1000 responses (10 of status 503) and 3 errors
 	counts, err := wire.CountsFromProto(res.GetCounters())
@@ -119,7 +119,7 @@ func TestThresholdErrorsAreTheErrorsLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var outcomes []threshold.Result
-	for _, s := range []string{"errors<=3", "failed<=3", "failed<1%"} {
+	for _, s := range []string{"errors<=3", "failed<=3", "rate<0.01"} {
 		th, err := threshold.Parse(s)
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func TestThresholdErrorsAreTheErrorsLine(t *testing.T) {
 		"  Non-2xx or 3xx responses: 10\n",
 		"  pass errors<=3                3 (errors: the Errors line, requests without a response)\n",
 		"  FAIL failed<=3                13 (failed: Errors plus Non-2xx or 3xx responses)\n",
-		"  FAIL failed<1%                1.2961% (failed: Errors plus Non-2xx or 3xx responses)\n",
+		"  FAIL rate<0.01                1.2961% (failed: Errors plus Non-2xx or 3xx responses)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)

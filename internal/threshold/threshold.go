@@ -62,13 +62,17 @@ const (
 //
 //	[stageN.][PHASE.]METRIC OP VALUE
 //	METRIC: p50 p90 p99 p99.9 p99.99 (any pNN.NN from p0 to p100), max, mean,
-//	        rps, errors, failed
+//	        rps, errors, failed; and k6's spellings (k6 docs, Thresholds):
+//	        p(95) p(99.9) for pNN, avg for mean, med for p50, and rate for
+//	        failed as a 0-1 ratio (k6's http_req_failed rate)
 //	PHASE:  latency (the default), service, connect, tls_full, tls_resumed,
 //	        ttfb, lateness, ok, handshake_latency (hist.Kind's names)
 //	OP:     < <= > >=
-//	VALUE:  a duration for latencies (3ms, 250us, 1.5s; Go's units, µs too),
-//	        a number for rps, a percentage (0.1%) or a count for errors and
-//	        failed
+//	VALUE:  a duration for latencies (3ms, 250us, 1.5s; Go's units, µs too;
+//	        with k6's spellings a bare number is milliseconds, as k6's
+//	        http_req_duration), a number for rps, a percentage (0.1%) or a
+//	        count for errors and failed, a ratio (0.01) or a percentage for
+//	        rate
 //
 // errors counts what the report's Errors line counts (requests that got
 // no response: every error kind); failed adds the responses outside
@@ -95,7 +99,8 @@ type Threshold struct {
 	// Limit is the bound, in the metric's unit: µs for latencies, a 0-1
 	// ratio for an error rate, a count, or requests/s.
 	Limit float64
-	// Rate marks an Errors or Failed threshold given as a percentage.
+	// Rate marks an Errors or Failed threshold given as a share (a
+	// percentage, or k6's rate).
 	Rate bool
 }
 
@@ -142,7 +147,11 @@ func Parse(s string) (Threshold, error) {
 	if rest == "" {
 		return fail("no value after %s", opText[t.Op])
 	}
-	parts := strings.Split(strings.ToLower(lhs), ".")
+	lhs, k6 := k6Percentile(strings.ToLower(lhs))
+	if !k6 && strings.Contains(lhs, "p(") {
+		return fail("percentile %q: want p(N) with N from 0 to 100, e.g. p(95), p(99.9)", lhs[strings.Index(lhs, "p("):])
+	}
+	parts := strings.Split(lhs, ".")
 	// A percentile has a dot of its own (p99.9): join it back.
 	if n := len(parts); n >= 2 && isPercentileHead(parts[n-2]) && isDigits(parts[n-1]) {
 		parts = append(parts[:n-2], parts[n-2]+"."+parts[n-1])
@@ -170,14 +179,20 @@ func Parse(s string) (Threshold, error) {
 	switch {
 	case metric == "max":
 		t.Metric = Max
-	case metric == "mean" || metric == "avg":
+	case metric == "mean":
 		t.Metric = Mean
+	case metric == "avg": // k6's
+		t.Metric, k6 = Mean, true
+	case metric == "med": // k6's
+		t.Metric, t.Percentile, k6 = Percentile, 50, true
 	case metric == "rps":
 		t.Metric = RPS
 	case metric == "errors":
 		t.Metric = Errors
 	case metric == "failed":
 		t.Metric = Failed
+	case metric == "rate": // k6's http_req_failed rate
+		t.Metric, t.Rate = Failed, true
 	case strings.HasPrefix(metric, "p"):
 		q, err := strconv.ParseFloat(metric[1:], 64)
 		if err != nil || q < 0 || q > 100 {
@@ -185,7 +200,7 @@ func Parse(s string) (Threshold, error) {
 		}
 		t.Metric, t.Percentile = Percentile, q
 	default:
-		return fail("unknown metric %q: want pNN (p50, p99, p99.9 ...), max, mean, rps, errors or failed", metric)
+		return fail("unknown metric %q: want pNN (p50, p99, p99.9 ...) or p(N), max, mean or avg, med, rps, errors, failed or rate", metric)
 	}
 	if phase != "" && (t.Metric == Errors || t.Metric == Failed || (t.Metric == RPS && t.Kind != hist.OK)) {
 		return fail("%s has no phase: %s.%s is not a metric", metric, phase, metric)
@@ -207,6 +222,12 @@ func Parse(s string) (Threshold, error) {
 				return fail("%s rate %q: want a percentage from 0%% to 100%%, e.g. 0.1%%", metric, rest)
 			}
 			t.Limit, t.Rate = v/100, true
+		} else if t.Rate { // k6's rate: a ratio
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil || v < 0 || v > 1 {
+				return fail("rate value %q: want a ratio from 0 to 1 (k6's http_req_failed rate), e.g. 0.01, or a percentage", rest)
+			}
+			t.Limit = v
 		} else {
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil || v < 0 || math.IsInf(v, 0) {
@@ -215,6 +236,10 @@ func Parse(s string) (Threshold, error) {
 			t.Limit = v
 		}
 	default:
+		if v, err := strconv.ParseFloat(rest, 64); err == nil && k6 && v >= 0 && !math.IsInf(v, 0) {
+			t.Limit = v * 1000 // k6's bare number: milliseconds
+			break
+		}
 		d, err := time.ParseDuration(strings.ReplaceAll(rest, "µs", "us"))
 		if err != nil || d < 0 {
 			return fail("%s value %q: want a duration, e.g. 3ms, 250us, 1.5s", metric, rest)
@@ -222,6 +247,21 @@ func Parse(s string) (Threshold, error) {
 		t.Limit = float64(d) / float64(time.Microsecond)
 	}
 	return t, nil
+}
+
+// k6Percentile rewrites k6's percentile spelling in lhs, p(95) or
+// p(99.9), as Phalanx's (p95, p99.9), reporting whether it did; a
+// malformed one is left for the metric's error.
+func k6Percentile(lhs string) (string, bool) {
+	i := strings.Index(lhs, "p(")
+	if i < 0 || (i > 0 && lhs[i-1] != '.') || !strings.HasSuffix(lhs, ")") {
+		return lhs, false
+	}
+	n := lhs[i+2 : len(lhs)-1]
+	if _, err := strconv.ParseFloat(n, 64); err != nil || strings.ContainsAny(n, "eE+-") {
+		return lhs, false
+	}
+	return lhs[:i] + "p" + n, true
 }
 
 // ParseAll parses every threshold of ss; the error joins one error per bad

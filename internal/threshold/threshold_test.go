@@ -30,6 +30,18 @@ func TestParse(t *testing.T) {
 		{"connect.mean<2ms", Threshold{Text: "connect.mean<2ms", Stage: -1, Kind: hist.Connect, Metric: Mean, Op: Less, Limit: 2000}},
 		{"failed<0.1%", Threshold{Text: "failed<0.1%", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: Less, Limit: 0.001, Rate: true}},
 		{"failed<=10", Threshold{Text: "failed<=10", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: LessEq, Limit: 10}},
+		// k6's spellings: p(N), avg, med (a bare number is milliseconds,
+		// as k6's http_req_duration), and rate, k6's http_req_failed.
+		{"p(95)<3ms", Threshold{Text: "p(95)<3ms", Stage: -1, Kind: hist.Latency, Metric: Percentile, Percentile: 95, Op: Less, Limit: 3000}},
+		{"p(99.9)<10ms", Threshold{Text: "p(99.9)<10ms", Stage: -1, Kind: hist.Latency, Metric: Percentile, Percentile: 99.9, Op: Less, Limit: 10000}},
+		{"p(95)<200", Threshold{Text: "p(95)<200", Stage: -1, Kind: hist.Latency, Metric: Percentile, Percentile: 95, Op: Less, Limit: 200000}},
+		{"avg<2ms", Threshold{Text: "avg<2ms", Stage: -1, Kind: hist.Latency, Metric: Mean, Op: Less, Limit: 2000}},
+		{"avg<2.5", Threshold{Text: "avg<2.5", Stage: -1, Kind: hist.Latency, Metric: Mean, Op: Less, Limit: 2500}},
+		{"med<=1ms", Threshold{Text: "med<=1ms", Stage: -1, Kind: hist.Latency, Metric: Percentile, Percentile: 50, Op: LessEq, Limit: 1000}},
+		{"tls_full.p(99)<20ms", Threshold{Text: "tls_full.p(99)<20ms", Stage: -1, Kind: hist.TLSFull, Metric: Percentile, Percentile: 99, Op: Less, Limit: 20000}},
+		{"stage1.p(99.99)<5ms", Threshold{Text: "stage1.p(99.99)<5ms", Stage: 1, Kind: hist.Latency, Metric: Percentile, Percentile: 99.99, Op: Less, Limit: 5000}},
+		{"rate<0.01", Threshold{Text: "rate<0.01", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: Less, Limit: 0.01, Rate: true}},
+		{"rate<1%", Threshold{Text: "rate<1%", Stage: -1, Kind: hist.Latency, Metric: Failed, Op: Less, Limit: 0.01, Rate: true}},
 	} {
 		got, err := Parse(c.in)
 		if err != nil || got != c.want {
@@ -54,6 +66,10 @@ func TestParseErrors(t *testing.T) {
 		"stage1.ttfb.p99<3": "a stage keeps only its latency",
 		"stagex.p99<3ms":    "want stageN",
 		"a.b.c.p99<3ms":     "want [stageN.][PHASE.]METRIC",
+		"p(95<3ms":          `percentile "p(95": want p(N)`,
+		"p(x)<3ms":          `percentile "p(x)": want p(N)`,
+		"p(101)<3ms":        `percentile "p101"`,
+		"rate<2":            "rate value \"2\": want a ratio from 0 to 1",
 		"ok.failed<1%":      "failed has no phase",
 		"max<200":           "max value \"200\": want a duration",
 		"error_rate<1%":     "unknown metric \"error_rate\"",
@@ -100,12 +116,16 @@ func TestEval(t *testing.T) {
 		{"rps>499", 500, true, false},
 		{"rps>500", 500, false, false},
 		// errors counts the report's Errors line (no transport error
-		// here); failed adds the 10 responses of status 500.
+		// here); failed and k6's rate add the 10 responses of status 500.
 		{"errors<1%", 0, true, false},
 		{"errors<1", 0, true, false},
 		{"failed<1%", 0.01, false, false},
 		{"failed<=1%", 0.01, true, false},
 		{"failed<11", 10, true, false},
+		{"rate<0.01", 0.01, false, false},
+		{"rate<=0.01", 0.01, true, false},
+		{"p(99)<1ms", 990, true, false},
+		{"med<=500us", 500, true, false},
 		{"tls_full.p99<20ms", 0, false, true}, // no handshake: no data, never a pass
 		{"stage0.p99<1ms", 990, true, false},
 		{"stage1.p99<1ms", 0, false, true},
@@ -141,7 +161,7 @@ func TestEval(t *testing.T) {
 	// Transport errors count in the rate's numerator and denominator, of
 	// errors and failed alike.
 	w2 := window(t, []int64{100}, 9, 0, 1, time.Second)
-	for _, s := range []string{"errors<10%", "failed<10%"} {
+	for _, s := range []string{"errors<10%", "failed<10%", "rate<0.1"} {
 		th, _ := Parse(s)
 		if r := th.EvalWindow(w2); r.Value != 0.1 || r.Pass {
 			t.Errorf("%s on 9 responses and 1 timeout = %+v, want 0.1, fail", s, r)
