@@ -136,7 +136,8 @@ func BenchmarkClosedLoopRun(b *testing.B) {
 // answering with a static file's response headers.
 // hdr-B/req is the HEADERS payload the server received per request;
 // rd/req and wr/req the client's read and write calls per request (the
-// server writes each response on its own, so rd/req is 1 here).
+// server writes each response on its own, so rd/req is 1 here); chained/req
+// the share of requests the read loop sent itself (h2chain.go).
 func BenchmarkH2ClosedLoopRun(b *testing.B) {
 	srv := newH2FrameServer(b, func(int64, string, string) h2Action { return h2Answer })
 	// A static file's response headers, as lighttpd's and nginx's.
@@ -149,16 +150,18 @@ func BenchmarkH2ClosedLoopRun(b *testing.B) {
 			{Name: "Accept-Encoding", Value: "gzip, deflate, br"}, {Name: "Accept-Language", Value: "en-US,en;q=0.5"}}}
 	h2Reads.Store(0)
 	h2Writes.Store(0)
-	benchRun(b, p)
+	e, _ := benchRun(b, p)
 	b.StopTimer()
+	b.ReportMetric(float64(e.slots[0].(*h2conn).chained.Load())/float64(n), "chained/req")
 	b.ReportMetric(float64(srv.headerBytes.Load())/float64(n), "hdr-B/req")
 	b.ReportMetric(float64(h2Reads.Load())/float64(n), "rd/req")
 	b.ReportMetric(float64(h2Writes.Load())/float64(n), "wr/req")
 }
 
 // benchRun runs count-mode plan p (p.Requests requests) on one worker,
-// timing only Run, and returns the process CPU time Run took.
-func benchRun(b *testing.B, p plan.Plan) time.Duration {
+// timing only Run, and returns the (closed) engine and the process CPU
+// time Run took.
+func benchRun(b *testing.B, p plan.Plan) (*Engine, time.Duration) {
 	b.Helper()
 	p.SetDefaults()
 	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Workers: 1})
@@ -177,7 +180,7 @@ func benchRun(b *testing.B, p plan.Plan) time.Duration {
 	if err != nil || res.Issued != p.Requests {
 		b.Fatalf("Run = issued %d, %v; want %d", res.Issued, err, p.Requests)
 	}
-	return cpu
+	return e, cpu
 }
 
 // BenchmarkOpenLoopLateness runs open-loop windows of 2 s at 200, 2,000

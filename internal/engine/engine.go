@@ -73,6 +73,10 @@ type Engine struct {
 
 	workers []*worker
 	pacer   pacer // the load model: when each slot sends
+	// poller is pacer when it can tell without waiting whether a slot
+	// may send now (closed loop), else nil: HTTP/2 read loops then chain
+	// requests (h2chain.go).
+	poller pollPacer
 	// alarmFds is how many more timerfds PacingSlotTimerfd's clocks may
 	// make (spareFds).
 	alarmFds atomic.Int64
@@ -197,6 +201,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.pacer = newPacer(e, p.Load)
+	e.poller, _ = e.pacer.(pollPacer)
 	e.newSlot, e.grows = newSlotFunc(p.Protocol)
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
 	if e.entries, e.sched, err = buildEntries(p, parsed.Entries); err != nil {

@@ -55,6 +55,9 @@ type h2conn struct {
 	sessions []*h2session
 
 	tally tally
+	// chained counts the requests the slot's read loops sent themselves
+	// (h2chain.go), for tests and benchmarks.
+	chained atomic.Int64
 }
 
 func newH2Conn(e *Engine, w *worker, idx, j int) *h2conn {
@@ -198,49 +201,50 @@ func (c *h2conn) loop() {
 	c.closeAll()
 }
 
-// streamLoop is one closed-loop stream slot.
+// streamLoop is one stream slot.
 func (c *h2conn) streamLoop() {
 	e := c.e
 	a := newAlarm()
 	defer a.close()
-	wt := newH2Watch()
-	defer wt.stop()
+	sl := &h2slot{c: c, wt: newH2Watch(), chain: e.poller != nil && !c.w.open && !e.plan.NoKeepAlive}
+	defer sl.wt.stop()
 	free := time.Now() // a slot opened by growth was free only from now
 	for {
 		t0, ok := e.pacer.next(c.w, c.j, a)
 		if !ok {
 			return
 		}
-		inWindow := !t0.Before(e.windowStart)
-		if inWindow {
-			c.tally.issued.Add(1)
+		sl.pick(t0)
+		back := c.do(sl)
+		for back == backPicked { // the read loop settled a request and picked the next
+			back = c.do(sl)
 		}
-		var en *entry
-		if c.w.counting {
-			en = e.countEntry(c.w)
-		} else {
-			pos := c.pos.Add(1) - 1
-			en = &e.entries[e.sched[pos%int64(len(e.sched))]]
+		switch back {
+		case backNext:
+			continue
+		case backStop:
+			return
 		}
-		o := c.do(t0, en, wt)
+		o := &sl.o
 		o.free, free = free, o.end
-		if !e.settle(c.w, &c.tally, t0, inWindow, &o) {
+		if !e.settle(c.w, &c.tally, sl.t0, sl.inWindow, o) {
 			return
 		}
 	}
 }
 
-// do performs one request on a stream, retrying once on a new connection
-// when the server did not process it. wt is the stream slot's deadline
-// watch.
-func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
-	o := outcome{start: t0, sent: t0, entry: en.idx}
-	deadline := t0.Add(c.e.plan.Timeout)
+// do performs slot sl's request on a stream, retrying once on a new
+// connection when the server did not process it, and leaves its outcome in
+// sl.o. While its stream is open the read loop may have settled it and
+// sent more (h2chain.go): backStream, sl's request and outcome are the
+// last one's; else what the slot was handed back with.
+func (c *h2conn) do(sl *h2slot) h2back {
+	o := &sl.o
 	if c.w.open {
 		o.sent = time.Now()
-		if !o.sent.Before(deadline) {
+		if !o.sent.Before(sl.deadline) {
 			o.end, o.failed, o.kind = o.sent, true, measure.ErrTimeout
-			return o
+			return backStream
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -250,56 +254,61 @@ func (c *h2conn) do(t0 time.Time, en *entry, wt *h2watch) outcome {
 		}
 		if derr != nil {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
-			return o
+			return backStream
 		}
-		var loc string
-		status, size, ttfb, end, kind, err := s.roundTrip(en, deadline, wt, &loc)
+		r := s.roundTrip(sl)
+		if r.back != backStream {
+			return r.back
+		}
+		if r.chained {
+			attempt = 0 // a request the read loop sent: its first attempt
+		}
 		if c.e.plan.NoKeepAlive {
 			s.close(nil)
 			c.sessionLost(s)
 		}
-		if errors.Is(err, errH2NotSent) {
+		if errors.Is(r.err, errH2NotSent) {
 			attempt--
 			continue
 		}
-		if errors.Is(err, errH2Refused) && attempt == 0 {
+		if errors.Is(r.err, errH2Refused) && attempt == 0 {
 			o.retried = true
 			continue
 		}
 		// A response ends when its last frame arrived (roundTrip); an
 		// error when this slot learnt of it.
-		o.end = end
-		if err != nil {
+		o.end = r.end
+		if r.err != nil {
 			o.end = time.Now()
 		}
-		if err == nil && o.end.After(deadline) {
-			err, kind = errTimeout, measure.ErrTimeout // never a success above the timeout
+		if r.err == nil && o.end.After(sl.deadline) {
+			r.err, r.kind = errTimeout, measure.ErrTimeout // never a success above the timeout
 		}
-		if err != nil {
+		if r.err != nil {
 			if !s.usable() {
 				c.sessionLost(s)
 			}
-			o.failed, o.kind = true, kind
-			return o
+			o.failed, o.kind = true, r.kind
+			return backStream
 		}
-		if loc != "" && c.e.plan.MaxRedirects > 0 && isRedirect(status) {
+		if r.loc != "" && c.e.plan.MaxRedirects > 0 && isRedirect(r.status) {
 			// A redirect to follow (redirect.go): one more stream.
-			o.size.addSizes(size)
-			next, ok := en.hop(c.e, status, []byte(loc), o.hops)
+			o.size.addSizes(r.size)
+			next, ok := sl.en.hop(c.e, r.status, []byte(r.loc), o.hops)
 			if !ok {
 				o.failed, o.kind = true, measure.ErrRedirect
-				return o
+				return backStream
 			}
 			o.hops++
-			en, attempt = next, -1
+			sl.en, attempt = next, -1
 			continue
 		}
 		if o.hops > 0 {
-			o.size.addSizes(size)
-			size = o.size
+			o.size.addSizes(r.size)
+			r.size = o.size
 		}
-		o.status, o.size, o.ttfb = status, size, ttfb
-		return o
+		o.status, o.size, o.ttfb = r.status, r.size, r.ttfb
+		return backStream
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,5 +233,72 @@ func TestH2ResponseTimeoutResetsOnlyTheStream(t *testing.T) {
 	}
 	if min := stalls * timeout / 4; took < min {
 		t.Errorf("run took %v: under %v, so some stall ended before its timeout", took, min)
+	}
+}
+
+// TestH2ChainedCountsExact: closed-loop streams that the session's read
+// loop continues itself (h2chain.go) are counted as the slots' goroutines
+// count them, and every kind of stream end hands a slot back intact: a
+// count-mode mix of plain GETs, a GET the server always refuses (resent
+// once, a retry, then a refused error), a GET it sometimes never answers
+// (a timeout: RST_STREAM, the connection kept) and a POST with a body
+// (never chained) gives exact totals, per mix entry, and the server's
+// counts equal the report's; most requests were sent by the read loops,
+// so the chains were exercised.
+func TestH2ChainedCountsExact(t *testing.T) {
+	const stallEvery = 50
+	var stalls atomic.Int64 // /stall streams seen
+	srv := newH2FrameServer(t, func(_ int64, _, path string) h2Action {
+		switch path {
+		case "/refuse":
+			return h2Refuse
+		case "/stall":
+			if stalls.Add(1)%stallEvery == 0 {
+				return h2Stall
+			}
+		}
+		return h2Answer
+	})
+	const n = 2000 // 20 per mix cycle
+	p := plan.Plan{URL: srv.url + "/", Protocol: plan.H2, MaxStreams: 8, Connections: 2, Requests: n, Timeout: 400 * time.Millisecond,
+		TLS: plan.TLS{CAPEM: srv.ca}, Mix: []plan.Request{
+			{URL: srv.url + "/a", Weight: 16},
+			{URL: srv.url + "/refuse", Weight: 2},
+			{URL: srv.url + "/stall"},
+			{Method: "POST", URL: srv.url + "/post", Body: bytes.Repeat([]byte("b"), 100)},
+		}}
+	e := newEngine(t, p, 2)
+	res, total := runCounted(t, e)
+	srv.check(t)
+	actions, resets := srv.counts(t)
+	var chained int64
+	for _, sl := range e.slots {
+		chained += sl.(*h2conn).chained.Load()
+	}
+	t.Logf("statuses %v, errors %v, retries %d, connections %d, chained %d; server: actions %v, resets %v",
+		total.StatusMap(), total.ErrorMap(), total.Retries, total.ConnectionsOpened, chained, actions, resets)
+	const refused, stalled = n * 2 / 20, n / 20 / stallEvery
+	if res.Issued != n || total.Status[200] != n-refused-stalled || total.Requests != n-refused-stalled ||
+		total.Errors[measure.ErrTimeout] != stalled || total.Errors[measure.ErrRefused] != refused || total.ErrorTotal() != refused+stalled {
+		t.Errorf("issued %d, statuses %v, errors %v: want %d issued, %d × 200 and exactly {refused: %d, timeout: %d}",
+			res.Issued, total.StatusMap(), total.ErrorMap(), n, n-refused-stalled, refused, stalled)
+	}
+	if total.Retries != refused || actions[h2Refuse] != 2*refused {
+		t.Errorf("retries %d, server refused %d streams: want %d and %d (one resend per /refuse)", total.Retries, actions[h2Refuse], refused, 2*refused)
+	}
+	if actions[h2Answer] != total.Requests || actions[h2Stall] != stalled || resets[http2.ErrCodeCancel] != stalled {
+		t.Errorf("server answered %d, stalled %d, got %d CANCEL resets: want %d, %d, %d", actions[h2Answer], actions[h2Stall],
+			resets[http2.ErrCodeCancel], total.Requests, stalled, stalled)
+	}
+	if total.ConnectionsOpened != 2 {
+		t.Errorf("%d connections, want 2: no stream end costs the connection", total.ConnectionsOpened)
+	}
+	for i, want := range []int64{n * 16 / 20, 0, n/20 - stalled, n / 20} {
+		if m := res.Mix[i]; m.Counts.Status[200] != want || m.Latency.Count() != want {
+			t.Errorf("mix request %d: statuses %v, %d latencies; want %d × 200", i, m.Counts.StatusMap(), m.Latency.Count(), want)
+		}
+	}
+	if chained < n/2 {
+		t.Errorf("%d of %d requests sent by the read loops, want at least half", chained, n)
 	}
 }

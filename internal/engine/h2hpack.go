@@ -58,10 +58,10 @@ func (h *h2Encoder) block(en *entry) []byte {
 		h.gen++
 		return h.buf.Bytes()
 	}
-	c := &h.blocks[en.idx]
-	if c.b != nil && c.gen == h.gen {
-		return c.b
+	if b := h.cached(en); b != nil {
+		return b
 	}
+	c := &h.blocks[en.idx]
 	h.buf.Reset()
 	for _, f := range en.h2 {
 		_ = h.enc.WriteField(f) // writes to a bytes.Buffer: no error
@@ -74,6 +74,19 @@ func (h *h2Encoder) block(en *entry) []byte {
 	}
 	c.b, c.gen = append(c.b[:0], b...), h.gen
 	return c.b
+}
+
+// cached returns entry en's cached header block while it is valid (the
+// table has not changed since it was encoded), else nil: what block would
+// return without encoding.
+func (h *h2Encoder) cached(en *entry) []byte {
+	if en.isHop {
+		return nil
+	}
+	if c := &h.blocks[en.idx]; c.b != nil && c.gen == h.gen {
+		return c.b
+	}
+	return nil
 }
 
 // setTableSize applies the peer's SETTINGS_HEADER_TABLE_SIZE (capped at

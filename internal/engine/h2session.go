@@ -88,6 +88,9 @@ type h2session struct {
 	// returned (read loop alone; see stampReader): the arrival time of
 	// its response's first byte and end.
 	readAt time.Time
+	// chains are the chainable streams the frame being handled completed,
+	// for runChains (read loop alone; h2chain.go).
+	chains []*h2stream
 
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
@@ -127,6 +130,14 @@ type h2stream struct {
 	// RST_STREAM back (RFC 9113 section 5.4.2).
 	ended     bool
 	peerReset bool
+	// sentAt is when the request was sent, from which its time to first
+	// byte runs: when a chainable stream was opened, right before its
+	// HEADERS were written; after the HEADERS (and body) of others.
+	sentAt time.Time
+	// chain is the stream's slot when the read loop may continue it on a
+	// complete response (h2chain.go); nil: the slot's goroutine takes
+	// every end.
+	chain *h2slot
 }
 
 // newSession dials, checks ALPN h2 (over TLS; on an http:// target it
@@ -171,6 +182,9 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	s.hdec = hpack.NewDecoder(4096, field)
 	s.hdec.SetMaxStringLength(1 << 20)
 	s.fr.SetMaxReadFrameSize(1 << 20)
+	// One DATA frame value reused (handle keeps nothing of a frame past
+	// the next ReadFrame): no allocation per DATA frame.
+	s.fr.SetReuseFrames()
 	_ = nc.SetDeadline(time.Now().Add(c.e.plan.Timeout))
 	_, err := s.bw.WriteString(http2.ClientPreface)
 	if err == nil {
@@ -312,8 +326,21 @@ func (s *h2session) failKind(err error, unanswered measure.ErrorKind, closeConn 
 }
 
 // endStreamLocked completes a stream and reports whether it did (false:
-// it had already ended). Called with s.mu held.
+// it had already ended), waking its slot's goroutine. Called with s.mu
+// held.
 func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) bool {
+	if !s.removeLocked(id, st, err, kind) {
+		return false
+	}
+	select {
+	case st.done <- struct{}{}: // the slot's receive takes it
+	default: // never: one end per stream, each received (but never block under s.mu)
+	}
+	return true
+}
+
+// removeLocked is endStreamLocked without waking the slot's goroutine.
+func (s *h2session) removeLocked(id uint32, st *h2stream, err error, kind measure.ErrorKind) bool {
 	if _, ok := s.streams[id]; !ok {
 		return false
 	}
@@ -321,10 +348,6 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 	st.err, st.kind, st.ended = err, kind, true
 	s.active--
 	s.cond.Broadcast()
-	select {
-	case st.done <- struct{}{}: // the slot's receive takes it
-	default: // never: one end per stream, each received (but never block under s.mu)
-	}
 	if s.goaway && s.active == 0 && !s.dead {
 		// Drained after GOAWAY: nothing more will use this connection.
 		s.drain()
@@ -332,19 +355,38 @@ func (s *h2session) endStreamLocked(id uint32, st *h2stream, err error, kind mea
 	return true
 }
 
-// roundTrip sends one request on a new stream and waits for its end or
-// the deadline, which wt (the stream slot's own) watches.
+// h2result is a round trip's result (roundTrip).
+type h2result struct {
+	status int
+	size   sizes
+	ttfb   time.Duration
+	end    time.Time
+	kind   measure.ErrorKind
+	err    error
+	loc    string // the final response's Location (plan.MaxRedirects > 0)
+	// back is what the slot was handed back with (h2chain.go): with
+	// backStream the result is the slot's current stream's, the one sent
+	// here or, chained, the last one the read loop sent for the slot;
+	// otherwise the read loop settled the request, and the result is empty.
+	back    h2back
+	chained bool
+}
+
+// roundTrip sends slot sl's request on a new stream and waits for its
+// end or the deadline, which the slot's watch watches.
 //
 // A completed response's end is when its last frame arrived (the read that
 // carried it returned, stampReader), not when this slot woke to take it.
-func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch, loc *string) (status int, size sizes, ttfb time.Duration, end time.Time, kind measure.ErrorKind, err error) {
+func (s *h2session) roundTrip(sl *h2slot) (r h2result) {
+	en, deadline, wt := sl.en, sl.deadline, sl.wt
 	s.mu.Lock()
 	for !s.dead && !s.goaway && s.active >= s.limit {
 		s.cond.Wait()
 	}
 	if s.dead || s.goaway {
 		s.mu.Unlock()
-		return 0, sizes{}, 0, time.Time{}, 0, errH2NotSent
+		r.err = errH2NotSent
+		return r
 	}
 	s.active++ // the slot is ours; the stream ID comes with the write lock
 	s.mu.Unlock()
@@ -364,11 +406,10 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch, loc *s
 		if drained {
 			s.drain()
 		}
-		return 0, sizes{}, 0, time.Time{}, 0, errH2NotSent
+		r.err = errH2NotSent
+		return r
 	}
-	st := &h2stream{id: s.nextID, done: wt.done, sendWindow: int64(s.peerWindow)}
-	s.nextID += 2
-	s.streams[st.id] = st
+	st := s.openLocked(sl, time.Now())
 	s.mu.Unlock()
 	block := s.hpack.block(en)
 	if len(en.body) > 0 || s.bw.Available() < 9+len(block) {
@@ -377,7 +418,7 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch, loc *s
 		// bw waits there for the flusher, which sets its own.
 		s.setWriteDeadline(deadline)
 	}
-	err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: block, EndStream: len(en.body) == 0, EndHeaders: true})
+	err := s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: block, EndStream: len(en.body) == 0, EndHeaders: true})
 	s.written = st.id
 	if err == nil && len(en.body) > 0 {
 		switch err = s.writeBody(st, en.body, deadline); {
@@ -399,28 +440,39 @@ func (s *h2session) roundTrip(en *entry, deadline time.Time, wt *h2watch, loc *s
 		}
 	}
 	s.wmu.Unlock()
-	if err == nil {
-		s.kick()
-	}
-	tw := time.Now()
 	if err != nil {
-		s.fail(err, true)
-		<-st.done // ended by fail, or earlier by a GOAWAY that refused it
-		if errors.Is(st.err, errH2Refused) {
-			return 0, sizes{}, 0, time.Time{}, st.kind, st.err // never processed: resend
+		s.fail(err, true) // ends st, or it ended earlier by a GOAWAY that refused it
+	} else {
+		s.kick()
+		if st.chain == nil {
+			// Only this goroutine reads it (the read loop reads a
+			// chainable stream's): from the body's end, as before chains.
+			st.sentAt = time.Now()
 		}
-		return 0, sizes{}, 0, time.Time{}, classify(err, false), err
+		wt.watch(s, st, deadline)
 	}
-	wt.watch(s, st, deadline)
-	<-st.done // ended by the server, a failure, or wt at the deadline
+	<-st.done // ended by the server, a failure, wt at the deadline, or handed back by a chain
 	wt.clear()
+	if sl.back != backStream {
+		r.back = sl.back
+		return r
+	}
+	cur := sl.cur
+	r.chained = cur != st
+	if err != nil && !r.chained && !errors.Is(st.err, errH2Refused) {
+		r.kind, r.err = classify(err, false), err
+		return r
+	}
+	st = cur
 	if st.err != nil {
-		return 0, st.size, 0, time.Time{}, st.kind, st.err
+		r.size, r.kind, r.err = st.size, st.kind, st.err
+		return r
 	}
 	// A response that came before the body was all written has its
-	// first byte before tw: its time to first byte is 0.
-	*loc = st.location
-	return st.status, st.size, max(st.first.Sub(tw), 0), st.end, 0, nil
+	// first byte before sentAt: its time to first byte is 0.
+	r.loc = st.location
+	r.status, r.size, r.ttfb, r.end = st.status, st.size, max(st.first.Sub(st.sentAt), 0), st.end
+	return r
 }
 
 // kick wakes the flusher: the frames waiting in bw go out with those of
@@ -507,7 +559,11 @@ func (s *h2session) readLoop() {
 			s.fail(err, true)
 			return
 		}
-		if err := s.handle(f); err != nil {
+		err = s.handle(f)
+		if len(s.chains) > 0 {
+			s.runChains()
+		}
+		if err != nil {
 			s.fail(err, true)
 			return
 		}
@@ -606,7 +662,7 @@ func (s *h2session) handle(f http2.Frame) error {
 			}
 			if f.StreamEnded() {
 				st.end = s.readAt
-				s.endStreamLocked(f.StreamID, st, nil, 0)
+				s.completeLocked(f.StreamID, st)
 			}
 		}
 		s.connUnacked += n
@@ -684,7 +740,7 @@ func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) er
 	}
 	if s.hend {
 		st.end = s.readAt
-		s.endStreamLocked(id, st, nil, 0)
+		s.completeLocked(id, st)
 	}
 	return nil
 }

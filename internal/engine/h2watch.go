@@ -41,9 +41,16 @@ func newH2Watch() *h2watch {
 	return w
 }
 
-// watch starts watching st on s until clear, ending it at deadline.
+// watch starts watching st on s until clear, ending it at deadline. A
+// stream older than the one watched on s is not watched: the slot's
+// goroutine may call this for the stream it sent after the read loop
+// already chained a later one (h2chain.go), whose watch stays.
 func (w *h2watch) watch(s *h2session, st *h2stream, deadline time.Time) {
 	w.mu.Lock()
+	if w.st != nil && w.s == s && w.st.id > st.id {
+		w.mu.Unlock()
+		return
+	}
 	w.s, w.st, w.deadline = s, st, deadline
 	if w.armed.IsZero() || w.armed.After(deadline) {
 		w.t.Reset(time.Until(deadline))

@@ -37,7 +37,7 @@ func BenchmarkH3VsH2CPU(b *testing.B) {
 			p := tc.p
 			n := max(b.N, 1)
 			p.Connections, p.Requests, p.Timeout, p.TLS = 1, int64(n), 10*time.Second, plan.TLS{CAPEM: ca}
-			cpu := benchRun(b, p)
+			_, cpu := benchRun(b, p)
 			b.StopTimer()
 			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/req")
 		})

@@ -20,6 +20,16 @@ type pacer interface {
 	next(w *worker, j int, a *alarm) (start time.Time, ok bool)
 }
 
+// pollPacer is a pacer that can also answer without waiting: poll is next
+// for slot j of worker w, except that when the slot may not send before
+// at (non-zero), it returns at and takes nothing from the budget. It never
+// blocks.
+type pollPacer interface {
+	poll(w *worker, j int) (start time.Time, ok bool, at time.Time)
+}
+
+var _ pollPacer = closedPacer{}
+
 // newPacer returns the pacer of load model l.
 func newPacer(e *Engine, l plan.Load) pacer {
 	if l == plan.OpenLoop {
@@ -75,24 +85,14 @@ type closedPacer struct{ e *Engine }
 
 func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	e := p.e
-	var now time.Time
 	for {
-		now = time.Now()
-		if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
-			return time.Time{}, false
+		start, ok, at := p.poll(w, j)
+		if at.IsZero() {
+			return start, ok
 		}
-		// The slot is active while the connection target exceeds j. Beyond
-		// it, wait for the instant the (linear) target reaches j + 1, so
-		// that every agent activates its slots at the same moments; if it
-		// never does again, the slot is done.
-		off, ok := w.sched.reaches(float64(j+1), now.Sub(e.mono))
-		if !ok {
-			return time.Time{}, false
-		}
-		at := e.mono.Add(off)
-		if !at.After(now) {
-			break
-		}
+		// The slot is inactive until at, the instant the (linear) target
+		// reaches j + 1, so that every agent activates its slots at the
+		// same moments.
 		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
 			return time.Time{}, false
 		}
@@ -100,10 +100,30 @@ func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool)
 			restore()
 		}
 	}
-	if !w.take() {
-		return time.Time{}, false
+}
+
+// poll is next without waiting: with at zero, next's result; else slot j
+// is not active before at, and nothing was taken from the budget. It never
+// blocks, so that a session's read loop may call it (h2chain.go).
+func (p closedPacer) poll(w *worker, j int) (start time.Time, ok bool, at time.Time) {
+	e := p.e
+	now := time.Now()
+	if !e.windowEnd.IsZero() && !now.Before(e.windowEnd) || e.isStopped() || e.ended.Load() {
+		return time.Time{}, false, time.Time{}
 	}
-	// The start is the last clock read of the loop: only the checks
-	// above (no wait) come between it and the return.
-	return now, true
+	// The slot is active while the connection target exceeds j; if the
+	// target never reaches j + 1 again, the slot is done.
+	off, ok := w.sched.reaches(float64(j+1), now.Sub(e.mono))
+	if !ok {
+		return time.Time{}, false, time.Time{}
+	}
+	if at := e.mono.Add(off); at.After(now) {
+		return time.Time{}, false, at
+	}
+	if !w.take() {
+		return time.Time{}, false, time.Time{}
+	}
+	// The start is the last clock read: only the checks above (no wait)
+	// come between it and the return.
+	return now, true, time.Time{}
 }
