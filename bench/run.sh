@@ -19,7 +19,8 @@
 #
 # each closed loop at 50 connections, then both at the same fixed rate (60 % of the
 # peer's closed-loop median; the peer is h2load --rps where h2load can do the case,
-# else "n/a"), and a memory line at 2,000 keep-alive connections (wrk vs agent).
+# else "n/a"), and a memory table at 2,000 and 10,000 keep-alive connections (wrk vs
+# agent, RSS per connection).
 #
 # Per run: achieved req/s; client CPU us per completed request (peer: /usr/bin/time
 # user+sys of the peer process; phalanx: the long-lived agent's utime+stime delta
@@ -32,8 +33,8 @@
 # bench-results/bench-STAMP/. Everything started here is stopped on exit.
 #
 # Env: BENCH_ROUNDS (3)  BENCH_SECONDS (10)  BENCH_QUICK=1 (1 round of 3 s, smoke test)
-#      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS (2000;
-#      0 skips the memory line)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
+#      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS ("2000 10000":
+#      the memory table's connection counts; 0 or empty skips it)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
 #      BENCH_SERVER_CPU (last CPU)
 #      BENCH_LATENESS_RATES ("200 2000 20000"; empty skips): the "lateness" rows
 #        (selected by BENCH_ONLY like a scenario named lateness): h2load --rps and
@@ -69,7 +70,7 @@ PROFILE=${BENCH_PROFILE:-0}
 RSS_REQUESTS=${BENCH_RSS_REQUESTS:-0}
 RSS_EVERY=${BENCH_RSS_EVERY:-5}
 CONNS=${BENCH_CONNS:-50}
-MEM_CONNS=${BENCH_MEM_CONNS:-2000}
+MEM_CONNS=${BENCH_MEM_CONNS-2000 10000}; [ "$MEM_CONNS" = 0 ] && MEM_CONNS=""
 MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
 RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
 LATENESS_RATES=${BENCH_LATENESS_RATES-200 2000 20000}
@@ -94,7 +95,8 @@ for s in "${SCENARIOS[@]}"; do [[ $s =~ $ONLY ]] && selected+=("$s"); done
 LATENESS=0; [[ lateness =~ $ONLY ]] && [ -n "$LATENESS_RATES" ] && LATENESS=1
 CPS=0; [[ cps =~ $ONLY ]] && [ "$CPS_RATE" -gt 0 ] && CPS=1
 [[ $CPS_RATE =~ ^[0-9]+$ ]] && [ $(( CPS_RATE % 100 )) = 0 ] || die "BENCH_CPS_RATE=$CPS_RATE: want connections/s, a multiple of 100 (h2load -r creates rate/100 every 10 ms; 0 skips the cps rows)"
-[ "${#selected[@]}" -gt 0 ] || [ "$MEM_CONNS" -gt 0 ] || [ "$LATENESS" = 1 ] || [ "$CPS" = 1 ] || die "BENCH_ONLY=$ONLY selects no scenario"
+for mc in $MEM_CONNS; do [[ $mc =~ ^[1-9][0-9]*$ ]] || die "BENCH_MEM_CONNS=$MEM_CONNS: want connection counts"; done
+[ "${#selected[@]}" -gt 0 ] || [ -n "$MEM_CONNS" ] || [ "$LATENESS" = 1 ] || [ "$CPS" = 1 ] || die "BENCH_ONLY=$ONLY selects no scenario"
 
 # --- 1. tools -------------------------------------------------------------------
 # command -> Debian package
@@ -155,15 +157,17 @@ cleanup() {
     stop_pid "$AGENT_PID" agent
     stop_pid "$COORD_PID" coordinator
     stop_pid "$LT_PID" lighttpd
-    if [ -s "$NGINX_PID_FILE" ]; then
-        local m; m=$(cat "$NGINX_PID_FILE")
+    local pf
+    for pf in "$NGINX_PID_FILE" "$TMP/nginx/mem.pid"; do   # the bench's nginx, the memory rows'
+        [ -s "$pf" ] || continue
+        local m; m=$(cat "$pf")
         # only our nginx: its command line names our prefix
         if [ -r "/proc/$m/cmdline" ] && tr '\0' ' ' < "/proc/$m/cmdline" | grep -qF -- "$TMP/nginx"; then
             kill -TERM "$m" 2>/dev/null
             for _ in $(seq 50); do kill -0 "$m" 2>/dev/null || break; sleep 0.1; done
             kill -0 "$m" 2>/dev/null && kill -KILL "$m" 2>/dev/null
         fi
-    fi
+    done
     # keep the logs with the raw results
     for f in "$TMP"/coordinator.log "$TMP"/agent.log "$TMP"/nginx/logs/error.log "$TMP"/lighttpd/error.log; do
         [ -f "$f" ] && cp "$f" "$RES/" 2>/dev/null
@@ -237,6 +241,20 @@ if [ "$(printf '%s\n1.25.1\n' "$NGX_VER" | sort -V | head -n1)" = 1.25.1 ]; then
 else
     H2_LISTEN=" http2"; H2_DIRECTIVE=""           # nginx 1.22: listen ... ssl http2
 fi
+# A count above the open files this process may have (less 1,000 for everything else
+# the client and nginx hold) is lowered to that, in the log and the report.
+MEM_FD_CAP=$(( $(ulimit -n) / 1000 * 1000 - 1000 )); MEM_NOTE=""; mcs=""; MEM_MAX=0
+for mc in $MEM_CONNS; do
+    if [ "$mc" -gt "$MEM_FD_CAP" ]; then
+        MEM_NOTE+=" $mc connections lowered to $MEM_FD_CAP: open files limited to $(ulimit -n) (hard limit $(ulimit -Hn))."
+        log "note: BENCH_MEM_CONNS: $mc lowered to $MEM_FD_CAP (open files limited to $(ulimit -n))"
+        mc=$MEM_FD_CAP
+    fi
+    [[ " $mcs " == *" $mc "* ]] || mcs+="$mc "
+    [ "$mc" -gt "$MEM_MAX" ] && MEM_MAX=$mc
+done
+MEM_CONNS=${mcs% }
+NGX_CONNS=$(( MEM_MAX + 1024 > 8192 ? MEM_MAX + 1024 : 8192 )); NGX_CONNS=$(( NGX_CONNS > $(ulimit -n) - 100 ? $(ulimit -n) - 100 : NGX_CONNS ))
 CPU_MASK=1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' '0')   # CPU n -> "1" + n zeros
 USER_LINE=""; [ "$(id -u)" = 0 ] && USER_LINE="user root;"
 NGX_PORT=$(free_port)
@@ -250,7 +268,7 @@ pid                  $NGINX_PID_FILE;
 error_log            $TMP/nginx/logs/error.log warn;
 lock_file            $TMP/nginx/nginx.lock;
 events {
-    worker_connections 8192;
+    worker_connections $NGX_CONNS;
     multi_accept       off;
     accept_mutex       off;
 }
@@ -558,7 +576,7 @@ define() {   # define SCENARIO [RATE]: sets SURL PFLAGS PTOOL PEER (closed) RTOO
 }
 
 n_runs=$(( ${#selected[@]} * ROUNDS * 4 ))
-log "scenarios: ${selected[*]:-none}; $ROUNDS round(s) of ${SECS}s, $CONNS connections; at most ~$(( (n_runs * (SECS + 3) + 2 * MEM_SECS + 20) / 60 + 1 )) min"
+log "scenarios: ${selected[*]:-none}; $ROUNDS round(s) of ${SECS}s, $CONNS connections; at most ~$(( (n_runs * (SECS + 3) + 4 * MEM_SECS + 2 * MEM_MAX / 250 + 20) / 60 + 1 )) min"
 
 idle_a0=$(ticks "$AGENT_PID"); idle_c0=$(ticks "$COORD_PID"); idle_t0=$(now)
 sleep 2
@@ -771,17 +789,65 @@ if [ "$CPS" = 1 ]; then
         }' "$RES/cps-rounds.tsv")
 fi
 
-# --- 7. memory at MEM_CONNS keep-alive connections -------------------------------------
-MEM_LINE=""
-if [ "$MEM_CONNS" -gt 0 ]; then
-    log "== memory: $MEM_CONNS keep-alive connections, ${MEM_SECS}s each"
-    run_peer mem-c$MEM_CONNS closed - 1 wrk -- wrk -t1 -c"$MEM_CONNS" -d"${MEM_SECS}s" "$URL"
-    sleep 2
-    run_phalanx mem-c$MEM_CONNS closed - 1 "$URL" -- -c"$MEM_CONNS" -d "${MEM_SECS}s"
-    MEM_LINE=$(awk -F'\t' -v s="mem-c$MEM_CONNS" -v c="$MEM_CONNS" -v d="$MEM_SECS" '
-        $1 == s && $5 == "peer"    {wr = $11; wq = $7; we = $13}
-        $1 == s && $5 == "phalanx" {pr = $11; pq = $7; pe = $13}
-        END {printf "Memory at %d keep-alive connections (600-byte page, one %ds run each): wrk -t1 peak RSS **%s MB** (%.0f req/s, %d errors); phalanx agent peak RSS **%s MB** (%.0f req/s, %d errors).", c, d, wr, wq, we, pr, pq, pe}' "$TSV")
+# --- 7. memory at each of MEM_CONNS keep-alive connections --------------------------
+# One wrk -t1 run and one phalanx run per count, ascending (a long-lived agent keeps
+# heap from a larger run). Each lasts max(MEM_SECS, count / 500) s: wrk's duration
+# includes its handshakes (about 2,000/s on one core), the agent's window follows them.
+# They run against an nginx of their own: one worker holds at most the open files
+# it may have (NGX_CONNS), so this one has as many workers as MEM_MAX needs (with 10 %
+# for the kernel's uneven reuseport spread), all on the server CPU.
+MEM_TABLE=""
+if [ -n "$MEM_CONNS" ]; then
+    MEM_WORKERS=$(( MEM_MAX * 11 / 10 / (NGX_CONNS - 200) + 1 ))
+    MEM_PORT=$(free_port)
+    sed -e "s#^worker_processes .*#worker_processes     $MEM_WORKERS;#" \
+        -e "s#^worker_cpu_affinity .*#worker_cpu_affinity $(for _ in $(seq "$MEM_WORKERS"); do printf ' %s' "$CPU_MASK"; done);#" \
+        -e "s#^pid .*#pid                  $TMP/nginx/mem.pid;#" -e "s#^lock_file .*#lock_file            $TMP/nginx/mem.lock;#" \
+        -e "s#listen 127.0.0.1:$NGX_PORT ssl#listen 127.0.0.1:$MEM_PORT reuseport ssl#" "$TMP/nginx/nginx.conf" > "$TMP/nginx/mem.conf"
+    MEM_NGX_ARGS=(-p "$TMP/nginx" -c "$TMP/nginx/mem.conf" -e "$TMP/nginx/logs/error.log")
+    "$NGINX_BIN" "${MEM_NGX_ARGS[@]}" -t -q 2>"$TMP/nginx/t.err" || { cat "$TMP/nginx/t.err" >&2; die "nginx config test failed (memory rows)"; }
+    taskset -c "$SERVER_CPU" "$NGINX_BIN" "${MEM_NGX_ARGS[@]}"
+    MEM_URL=https://$H:$MEM_PORT/
+    for _ in $(seq 50); do
+        code=$(curl -s -m 2 --cacert "$CA" -o /dev/null -w '%{http_code}' "$MEM_URL" || true)
+        [ "$code" = 200 ] && break; sleep 0.1
+    done
+    [ "$code" = 200 ] || die "nginx (memory rows) does not answer 200 on $MEM_URL (got '$code')"
+    SRV_PID=$(ps -o pid= --ppid "$(cat "$TMP/nginx/mem.pid")" | tr -d ' ' | head -n1)   # CPU of one worker only
+    log "nginx for the memory rows on $MEM_URL: $MEM_WORKERS worker(s) of $NGX_CONNS connections on CPU $SERVER_CPU"
+    for mc in $MEM_CONNS; do
+        secs=$(( mc / 500 > MEM_SECS ? mc / 500 : MEM_SECS ))
+        RUN_CAP=$(( secs + mc / 500 + 60 ))
+        log "== memory: $mc keep-alive connections, ${secs}s each"
+        run_peer mem-c$mc closed - 1 wrk -- wrk -t1 -c"$mc" -d"${secs}s" "$MEM_URL"
+        sleep 2
+        hpid=""
+        if [ "$PROFILE" = 1 ]; then   # the agent's heap in the middle of its window
+            ( sleep $(( secs / 2 + mc / 1000 + 2 )); curl -s -m 30 -o "$RAW/mem-c$mc.heap.pprof" "http://$PPROF/debug/pprof/heap" ) &
+            hpid=$!
+        fi
+        run_phalanx mem-c$mc closed - 1 "$MEM_URL" -- -c"$mc" -d "${secs}s"
+        [ -n "$hpid" ] && { wait "$hpid" || true; }
+        [ -s "$RAW/mem-c$mc.heap.pprof" ] && go tool pprof -sample_index=inuse_space -top -nodecount=20 "$AGENT_BIN" \
+            "$RAW/mem-c$mc.heap.pprof" > "$RAW/mem-c$mc.heap.top" 2>&1
+        sleep 2
+    done
+    RUN_CAP=$((SECS + 60))
+    MEM_TABLE=$(
+        echo "| connections | wrk peak RSS MB | wrk KB/conn | phalanx peak RSS MB | phalanx KB/conn | ratio phalanx/wrk | phalanx KB/conn above idle | wrk req/s | phalanx req/s | errors wrk / phalanx |"
+        echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        for mc in $MEM_CONNS; do
+            awk -F'\t' -v s="mem-c$mc" -v c="$mc" -v idle="$idle_agent_rss" '
+                $1 == s && $5 == "peer"    {wr = $11; wq = $7; we = $13; wc = $14}
+                $1 == s && $5 == "phalanx" {pr = $11; pq = $7; pe = $13; pc = $14}
+                END {
+                    wk = wr * 1024 / c; pk = pr * 1024 / c
+                    printf "| %d | %.1f | %.1f | %.1f | %.1f | %s | %.1f | %.0f | %.0f | %d%s / %d%s |\n", c, wr, wk, pr, pk,
+                        (wk > 0 ? sprintf("%.2f", pk / wk) : "-"), (pr - idle) * 1024 / c, wq, pq,
+                        we, (wc != 0 ? " (rc " wc ")" : ""), pe, (pc != 0 ? " (rc " pc ")" : "")
+                }' "$TSV"
+        done
+    )
 fi
 
 # --- 6. table ----------------------------------------------------------------------
@@ -853,7 +919,12 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
     echo
     echo "$TABLE"
     echo
-    [ -n "$MEM_LINE" ] && { echo "$MEM_LINE"; echo; }
+    if [ -n "$MEM_TABLE" ]; then
+        echo "Memory per keep-alive TLS connection (600-byte page, closed loop, one run per count and tool, ascending): peak RSS as in the table (wrk -t1: /usr/bin/time %M; the agent: VmHWM after clear_refs) over the connection count, in KB (1,024 bytes); *above idle* subtracts the agent's RSS at rest (${idle_agent_rss} MB) first. Each run lasts max(${MEM_SECS} s, connections / 500 s); a row at 0 req/s or with an rc completed no request (its handshakes outlasted the run, or the agent was not ready within the coordinator's 30 s): its RSS is that of connections being opened.${MEM_NOTE}"
+        echo
+        echo "$MEM_TABLE"
+        echo
+    fi
     if [ -n "$PROFILES" ]; then
         echo "## Agent profiles (BENCH_PROFILE=1)"
         echo
