@@ -58,7 +58,11 @@ func (s *service) GetRun(_ context.Context, req *pb.GetRunRequest) (*pb.GetRunRe
 	if err != nil {
 		return nil, err
 	}
-	r, err := st.Get(req.GetRunId())
+	get := st.Get
+	if req.GetForReport() {
+		get = st.GetForReport
+	}
+	r, err := get(req.GetRunId())
 	if err != nil {
 		return nil, storeStatus(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/wire"
 )
 
@@ -51,7 +52,15 @@ func TestAgentIntervalsKeptWhenAsked(t *testing.T) {
 			t.Fatalf("agent %s: %d intervals kept, the timeline has %d", a.Name, len(a.Intervals), len(run.Timeline))
 		}
 		var requests int64
-		for k, iv := range a.Intervals {
+		for k, ai := range a.Intervals {
+			h, err := hist.Decode(ai.LatencyV2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iv := struct {
+				report.AgentInterval
+				Latency *hist.Histogram
+			}{ai, h}
 			if int(iv.Index) != k || iv.Start < time.Duration(k)*time.Second || iv.Start > time.Duration(k)*time.Second+100*time.Millisecond || iv.Latency.Count() != iv.Requests {
 				t.Errorf("agent %s interval %d: index %d, start %v, %d samples for %d requests", a.Name, k, iv.Index, iv.Start, iv.Latency.Count(), iv.Requests)
 			}
@@ -65,10 +74,14 @@ func TestAgentIntervalsKeptWhenAsked(t *testing.T) {
 		}
 	}
 	for k, pt := range run.Timeline {
+		lat, err := pt.Histogram(hist.Latency)
+		if err != nil {
+			t.Fatal(err)
+		}
 		a, _ := merged[k].Encode()
-		b, _ := pt.Latency.Encode()
+		b, _ := lat.Encode()
 		if string(a) != string(b) {
-			t.Errorf("interval %d: the agents' histograms (%d samples) do not merge to the timeline's (%d)", k, merged[k].Count(), pt.Latency.Count())
+			t.Errorf("interval %d: the agents' histograms (%d samples) do not merge to the timeline's (%d)", k, merged[k].Count(), lat.Count())
 		}
 	}
 }

@@ -3,20 +3,24 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/compare"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/target/targettest"
 )
 
-// abResult runs coordctl ab --json with args against c and returns the
-// comparison.
+// abResult runs coordctl ab --json --html with args against c and returns
+// the comparison; the HTML page's statistics table must hold its rows.
 func abResult(t *testing.T, c *procCluster, args ...string) *compare.Result {
 	t.Helper()
-	argv := append([]string{"--coordinator", c.grpcAddr, "ab", "--json", "--quiet"}, args...)
+	page := filepath.Join(t.TempDir(), "ab.html")
+	argv := append([]string{"--coordinator", c.grpcAddr, "ab", "--json", "--quiet", "--html", page}, args...)
 	run := startProc(t, "coordctl", false, procEnv(), procBinary(t, "coordctl"), argv...)
 	code, ok := run.Wait(3 * time.Minute)
 	if !ok || code != 0 {
@@ -26,6 +30,7 @@ func abResult(t *testing.T, c *procCluster, args ...string) *compare.Result {
 	if err := json.Unmarshal([]byte(run.Stdout()), &res); err != nil {
 		t.Fatalf("ab JSON: %v\n%s", err, run.describe())
 	}
+	checkComparePage(t, page, &res)
 	// coordctl compare re-reads the stored runs and prints the same
 	// comparison (same seed, same runs).
 	cmp := startProc(t, "coordctl", false, procEnv(), procBinary(t, "coordctl"), "--coordinator", c.grpcAddr, "compare",
@@ -112,4 +117,31 @@ func TestABIdenticalTargets(t *testing.T) {
 		t.Logf("A/B %d of 2 between identical targets flagged %d metric(s), want ~: %s", attempt, len(flagged), strings.Join(flagged, "; "))
 	}
 	t.Errorf("both A/Bs between identical targets flagged a metric as significant, want ~ for every one: %s", strings.Join(flagged, "; "))
+}
+
+// checkComparePage reads the comparison page coordctl wrote to file: its
+// data block is the "compare" view of res, one row per metric with res's
+// p-value, and each side's runs.
+func checkComparePage(t *testing.T, file string, res *compare.Result) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open = `<script type="application/json" id="phalanx-data">`
+	_, block, ok := strings.Cut(string(b), open)
+	block, _, ok2 := strings.Cut(block, "</script>")
+	var d report.HTMLData
+	if !ok || !ok2 || json.Unmarshal([]byte(block), &d) != nil || d.View != "compare" || d.Compare == nil {
+		t.Fatalf("%s: no compare view in its data block (%d bytes)", file, len(b))
+	}
+	if len(d.Compare.Rows) != len(res.Metrics) || len(d.Compare.Baseline.Runs) != len(res.Baseline) || len(d.Compare.Candidate.Runs) != len(res.Candidate) {
+		t.Fatalf("page: %d rows, %d + %d runs; want %d, %d + %d", len(d.Compare.Rows), len(d.Compare.Baseline.Runs), len(d.Compare.Candidate.Runs),
+			len(res.Metrics), len(res.Baseline), len(res.Candidate))
+	}
+	for i, m := range res.Metrics {
+		if r := d.Compare.Rows[i].Cells; r[0] != m.Name || r[5] != fmt.Sprintf("%.3f", m.P) {
+			t.Errorf("page row %d %v, want %s with p=%.3f", i, r, m.Name, m.P)
+		}
+	}
 }

@@ -25,10 +25,11 @@ import (
 // newCompareCmd compares two sets of stored runs (internal/compare).
 func newCompareCmd(co *coordinatorFlags) *cobra.Command {
 	var (
-		sf      storeFlags
-		include bool
-		asJSON  bool
-		seed    uint64
+		sf       storeFlags
+		include  bool
+		asJSON   bool
+		seed     uint64
+		htmlFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUNS_A RUNS_B",
@@ -40,11 +41,18 @@ p99 it prints both sides' medians, the delta in %, its 95 % CI and the
 Mann-Whitney U p-value; the delta is "~" when p ≥ 0.05 (as benchstat). It
 needs at least 4 runs per side, or exactly one per side: then a bootstrap over
 the two runs' intervals gives the CI (labelled so). Client-bound runs are left
-out unless --include-client-bound.`,
+out unless --include-client-bound. --html FILE also writes the comparison as
+one self-contained HTML page: the same table, both sides' latency timelines and
+percentile spectra overlaid.`,
 		Example: `  coordctl compare tag:baseline tag:optimized
-  coordctl compare 20261202T034001Z-3fa9c1,20261202T034101Z-07aa12 run-b.phx`,
+  coordctl compare --html ab.html 20261202T034001Z-3fa9c1,20261202T034101Z-07aa12 run-b.phx`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			htmlOut, err := openHTMLOutput(htmlFile)
+			if err != nil {
+				return err
+			}
+			defer htmlOut.discard()
 			st, closeStore, err := sf.open(co)
 			if err != nil {
 				return err
@@ -61,13 +69,17 @@ out unless --include-client-bound.`,
 				writeExcluded(cmd.ErrOrStderr(), res)
 				return err
 			}
-			return writeComparison(cmd.OutOrStdout(), res, asJSON)
+			if err := writeComparison(cmd.OutOrStdout(), res, asJSON); err != nil {
+				return err
+			}
+			return htmlOut.writeCompareHTML(res, sides[0], sides[1])
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&include, "include-client-bound", false, "keep client-bound runs (flagged) instead of leaving them out")
 	fl.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the one-run bootstrap (the same seed gives the same CI)")
+	fl.StringVar(&htmlFile, "html", "", "also write the comparison as one self-contained HTML page (table, overlaid timelines and spectra) to this file")
 	sf.add(fl)
 	return cmd
 }
@@ -133,15 +145,15 @@ func loadRuns(ctx context.Context, st runStore, arg string) ([]compare.Run, erro
 func getRun(ctx context.Context, st runStore, id string) (*pb.StoredRun, error) {
 	c, cancel := context.WithTimeout(ctx, storeCall)
 	defer cancel()
-	return st.get(c, id)
+	return st.get(c, id, true)
 }
 
 func writeExcluded(w io.Writer, res *compare.Result) {
 	if res == nil {
 		return
 	}
-	for _, e := range res.Excluded {
-		fmt.Fprintf(w, "left out %s run %s: client-bound (%s); --include-client-bound keeps it\n", e.Side, e.RunID, strings.Join(e.Reasons, "; "))
+	for _, n := range res.ExcludedNotes() {
+		fmt.Fprintln(w, n)
 	}
 }
 
@@ -154,34 +166,16 @@ func writeComparison(w io.Writer, res *compare.Result, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "baseline:  %d run(s) %s\ncandidate: %d run(s) %s\nmethod:    %s, α = %.2f, %.0f %% CI\n",
 		len(res.Baseline), strings.Join(res.Baseline, ","), len(res.Candidate), strings.Join(res.Candidate, ","), res.Method, compare.Alpha, compare.Confidence*100)
-	writeExcluded(w, res)
-	for _, id := range res.ClientBound {
-		fmt.Fprintf(w, "client-bound (kept): %s\n", id)
+	for _, n := range res.Notes() {
+		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tbaseline\tcandidate\tdelta\t95% CI\tp")
-	for _, m := range res.Metrics {
-		delta, ci := "~", fmt.Sprintf("%+.1f%% .. %+.1f%%", m.CILoPct, m.CIHiPct)
-		switch {
-		case m.Undefined:
-			delta, ci = "?", "-"
-		case m.Significant:
-			delta = fmt.Sprintf("%+.2f%%", m.DeltaPct)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\n", m.Name, fmtValue(m.Baseline, m.Unit), fmtValue(m.Candidate, m.Unit), delta, ci, m.P)
+	fmt.Fprintln(tw, strings.Join(compare.TableHeader, "\t"))
+	for _, row := range res.Rows() {
+		fmt.Fprintln(tw, strings.Join(row.Cells, "\t"))
 	}
 	return tw.Flush()
-}
-
-func fmtValue(v float64, unit string) string {
-	switch unit {
-	case "µs":
-		return (time.Duration(v) * time.Microsecond).String()
-	case "ratio":
-		return fmt.Sprintf("%.3f%%", v*100)
-	}
-	return fmt.Sprintf("%.1f/s", v)
 }
 
 // abFlags are coordctl ab's flags.
@@ -199,6 +193,7 @@ type abFlags struct {
 	tags                 []string
 	include, asJSON      bool
 	quiet                bool
+	htmlFile             string
 }
 
 // newABCmd runs A and B interleaved (A B A B ...) and compares them.
@@ -211,8 +206,9 @@ func newABCmd(co *coordinatorFlags) *cobra.Command {
 so that drift on the client side hits both equally. Every run is stored with
 the tags ab:ID, ab:ID:a or ab:ID:b (and --tag), and the comparison is printed
 as coordctl compare prints it (coordctl compare tag:ab:ID:a tag:ab:ID:b shows
-it again).`,
-		Example: `  coordctl ab --a https://baseline.example/ --b https://optimized.example/ --repeats 5 -c 64 -d 10s`,
+it again). --html FILE also writes the comparison's HTML page (coordctl
+compare --html).`,
+		Example: `  coordctl ab --a https://baseline.example/ --b https://optimized.example/ --repeats 5 -c 64 -d 10s --html ab.html`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.a == "" || f.b == "" {
@@ -225,6 +221,11 @@ it again).`,
 			if err != nil {
 				return err
 			}
+			htmlOut, err := openHTMLOutput(f.htmlFile)
+			if err != nil {
+				return err
+			}
+			defer htmlOut.discard()
 			pbl, err := f.plan(f.b)
 			if err != nil {
 				return err
@@ -267,7 +268,10 @@ it again).`,
 			if !f.asJSON {
 				fmt.Fprintf(cmd.OutOrStdout(), "ab %s: A = %s, B = %s (tags ab:%s:a, ab:%s:b)\n", id, f.a, f.b, id, id)
 			}
-			return writeComparison(cmd.OutOrStdout(), res, f.asJSON)
+			if err := writeComparison(cmd.OutOrStdout(), res, f.asJSON); err != nil {
+				return err
+			}
+			return htmlOut.writeCompareHTML(res, sides[0], sides[1])
 		},
 	}
 	fl := cmd.Flags()
@@ -289,6 +293,7 @@ it again).`,
 	fl.StringArrayVar(&f.tags, "tag", nil, "label stored with every run (besides ab:ID and ab:ID:a or :b), repeatable")
 	fl.BoolVar(&f.include, "include-client-bound", false, "keep client-bound runs (flagged) in the comparison")
 	fl.BoolVar(&f.asJSON, "json", false, "print the comparison as JSON")
+	fl.StringVar(&f.htmlFile, "html", "", "also write the comparison as one self-contained HTML page (table, overlaid timelines and spectra) to this file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no line per run on stderr")
 	return cmd
 }

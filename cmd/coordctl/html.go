@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/phalanxload/phalanx/internal/compare"
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
@@ -21,6 +22,21 @@ func openHTMLOutput(name string) (*output, error) {
 // (report.WriteSearchHTML) and closes it; it does nothing without --html.
 func (o *output) writeSearchHTML(s *report.Search) error {
 	return o.writePage(func(w io.Writer) error { return report.WriteSearchHTML(w, s, report.HTMLOptions{}) })
+}
+
+// writeCompareHTML replaces the file's content with the comparison's HTML
+// page (compare.HTML, report.WriteCompareHTML) and closes it; it does
+// nothing without --html.
+func (o *output) writeCompareHTML(res *compare.Result, a, b []compare.Run) error {
+	if o.name == "" {
+		return nil
+	}
+	c, err := compare.HTML(res, a, b)
+	if err != nil {
+		o.discard()
+		return fmt.Errorf("%s: %w", o.flag, err)
+	}
+	return o.writePage(func(w io.Writer) error { return report.WriteCompareHTML(w, c, report.HTMLOptions{}) })
 }
 
 // writeHTML replaces the file's content with the run's HTML report

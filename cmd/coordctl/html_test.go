@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,16 +102,7 @@ func TestReportFormatHTML(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("report --format html: exit %d: %s", code, stderr)
 	}
-	const open = `<script type="application/json" id="phalanx-data">`
-	i := strings.Index(out, open)
-	if i < 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") {
-		t.Fatalf("report --format html wrote no page with a data block:\n%.300s", out)
-	}
-	s := out[i+len(open):]
-	var d report.HTMLData
-	if err := json.Unmarshal([]byte(s[:strings.Index(s, "</script>")]), &d); err != nil {
-		t.Fatalf("data block: %v", err)
-	}
+	d := pageData(t, out)
 	cols, err := report.DecodeHTMLIntervals(d.Intervals.Latency)
 	if err != nil {
 		t.Fatal(err)
@@ -118,5 +110,65 @@ func TestReportFormatHTML(t *testing.T) {
 	if d.Run.RunID != id || d.Run.Requests != 200 || !d.Run.Partial || len(cols) != 2 || len(cols[0]) != 2 || cols[0][1] != 100 {
 		t.Errorf("data block: run %s, %d requests, partial %v, interval histograms %v; want %s, 200, partial, two of 100 at 500us",
 			d.Run.RunID, d.Run.Requests, d.Run.Partial, cols, id)
+	}
+}
+
+// pageData returns the data block of an HTML page.
+func pageData(t *testing.T, page string) *report.HTMLData {
+	t.Helper()
+	const open = `<script type="application/json" id="phalanx-data">`
+	i := strings.Index(page, open)
+	if i < 0 || !strings.HasPrefix(page, "<!DOCTYPE html>") {
+		t.Fatalf("no page with a data block:\n%.300s", page)
+	}
+	s := page[i+len(open):]
+	var d report.HTMLData
+	if err := json.Unmarshal([]byte(s[:strings.Index(s, "</script>")]), &d); err != nil {
+		t.Fatalf("data block: %v", err)
+	}
+	return &d
+}
+
+// TestCompareHTML: coordctl compare --html writes the comparison's page
+// (the "compare" view) beside the text table, its statistics rows the
+// very lines the text prints, and both sides' runs, timeline and spectrum;
+// a bad --html path is refused before any work, naming the flag.
+func TestCompareHTML(t *testing.T) {
+	dir, id := storeWithRun(t)
+	page := filepath.Join(t.TempDir(), "compare.html")
+	code, out, stderr := runCLI("compare", "--data-dir", dir, "--html", page, id, id)
+	if code != 0 {
+		t.Fatalf("compare --html: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := pageData(t, string(b))
+	if d.View != "compare" || d.Compare == nil || d.Run != nil {
+		t.Fatalf("view %q, compare %v: want the compare view alone", d.View, d.Compare != nil)
+	}
+	c := d.Compare
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	table := lines[len(lines)-len(c.Rows)-1:]
+	if strings.Join(strings.Fields(table[0]), " ") != strings.Join(c.Header, " ") {
+		t.Errorf("page header %v, text %q", c.Header, table[0])
+	}
+	for i, r := range c.Rows {
+		if got, want := strings.Fields(table[i+1]), strings.Fields(strings.Join(r.Cells, " ")); !slices.Equal(got, want) {
+			t.Errorf("row %d: page %v, text %q", i, r.Cells, table[i+1])
+		}
+	}
+	for _, s := range []report.CompareSide{c.Baseline, c.Candidate} {
+		if len(s.Runs) != 1 || s.Runs[0].RunID != id || len(s.Timeline.P99Us) != 2 || s.Timeline.RPS[0] == 0 || len(s.Spectra.Latency) == 0 {
+			t.Errorf("side %s: runs %+v, timeline %+v, %d spectrum pairs", s.Label, s.Runs, s.Timeline, len(s.Spectra.Latency)/2)
+		}
+	}
+	if len(c.Rows) == 0 || c.Method != "bootstrap (intervals resampled)" {
+		t.Errorf("%d rows, method %q", len(c.Rows), c.Method)
+	}
+	code, _, stderr = runCLI("compare", "--data-dir", dir, "--html", filepath.Join(t.TempDir(), "no", "such", "dir.html"), id, id)
+	if code != 2 || !strings.Contains(stderr, "--html") {
+		t.Errorf("compare --html into a missing directory: exit %d, %q; want a usage error naming --html", code, stderr)
 	}
 }

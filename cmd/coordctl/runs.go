@@ -28,7 +28,9 @@ import (
 // directly.
 type runStore interface {
 	list(ctx context.Context, req *pb.ListRunsRequest) ([]*pb.RunSummary, error)
-	get(ctx context.Context, id string) (*pb.StoredRun, error)
+	// get returns a stored run; forReport leaves out the intervals of a
+	// run that has a result (store.GetForReport).
+	get(ctx context.Context, id string, forReport bool) (*pb.StoredRun, error)
 	remove(ctx context.Context, id string) error
 	put(ctx context.Context, r *pb.StoredRun) error
 }
@@ -77,7 +79,7 @@ func (sf *storeFlags) open(co *coordinatorFlags) (runStore, func(), error) {
 }
 
 // get returns stored run id from the store the flags name.
-func (sf *storeFlags) get(ctx context.Context, co *coordinatorFlags, id string) (*pb.StoredRun, error) {
+func (sf *storeFlags) get(ctx context.Context, co *coordinatorFlags, id string, forReport bool) (*pb.StoredRun, error) {
 	st, closeStore, err := sf.open(co)
 	if err != nil {
 		return nil, err
@@ -85,7 +87,7 @@ func (sf *storeFlags) get(ctx context.Context, co *coordinatorFlags, id string) 
 	defer closeStore()
 	ctx, cancel := context.WithTimeout(ctx, storeCall)
 	defer cancel()
-	return st.get(ctx, id)
+	return st.get(ctx, id, forReport)
 }
 
 // localStore is a data directory opened by coordctl itself.
@@ -98,9 +100,14 @@ func (l localStore) list(_ context.Context, req *pb.ListRunsRequest) ([]*pb.RunS
 	}
 	return l.st.List(f)
 }
-func (l localStore) get(_ context.Context, id string) (*pb.StoredRun, error) { return l.st.Get(id) }
-func (l localStore) remove(_ context.Context, id string) error               { return l.st.Delete(id) }
-func (l localStore) put(_ context.Context, r *pb.StoredRun) error            { return l.st.Import(r) }
+func (l localStore) get(_ context.Context, id string, forReport bool) (*pb.StoredRun, error) {
+	if forReport {
+		return l.st.GetForReport(id)
+	}
+	return l.st.Get(id)
+}
+func (l localStore) remove(_ context.Context, id string) error    { return l.st.Delete(id) }
+func (l localStore) put(_ context.Context, r *pb.StoredRun) error { return l.st.Import(r) }
 
 // remoteStore is the coordinator's run store.
 type remoteStore struct {
@@ -120,8 +127,8 @@ func (r remoteStore) list(ctx context.Context, req *pb.ListRunsRequest) ([]*pb.R
 	return resp.GetRuns(), r.wrap(err)
 }
 
-func (r remoteStore) get(ctx context.Context, id string) (*pb.StoredRun, error) {
-	resp, err := r.c.GetRun(ctx, &pb.GetRunRequest{RunId: id})
+func (r remoteStore) get(ctx context.Context, id string, forReport bool) (*pb.StoredRun, error) {
+	resp, err := r.c.GetRun(ctx, &pb.GetRunRequest{RunId: id, ForReport: forReport})
 	return resp.GetRun(), r.wrap(err)
 }
 
@@ -331,7 +338,7 @@ func newReportCmd(co *coordinatorFlags) *cobra.Command {
 			if !ok {
 				return &usageError{fmt.Errorf("--format %q: want one of %s", format, formatNames())}
 			}
-			r, err := sf.get(cmd.Context(), co, args[0])
+			r, err := sf.get(cmd.Context(), co, args[0], true)
 			if err != nil {
 				return err
 			}
@@ -362,7 +369,7 @@ func newExportCmd(co *coordinatorFlags) *cobra.Command {
 		Example: `  coordctl export 20261202T034001Z-3fa9c1 > run.phx`,
 		Args:    exactlyOneRun("export"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := sf.get(cmd.Context(), co, args[0])
+			r, err := sf.get(cmd.Context(), co, args[0], false)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"time"
 
 	"golang.org/x/perf/benchmath"
 
@@ -165,8 +166,9 @@ func Compare(a, b []Run, includeClientBound bool, seed uint64) (*Result, error) 
 		return res, errors.New("compare: a side has no run to compare (client-bound runs are left out unless --include-client-bound)")
 	case len(a) == 1 && len(b) == 1:
 		res.Method = Bootstrap
-		res.Metrics = bootstrap(a[0], b[0], rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
-		return res, nil
+		var err error
+		res.Metrics, err = bootstrap(a[0], b[0], rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+		return res, err
 	case len(a) < MinRuns || len(b) < MinRuns:
 		return res, ErrTooFew
 	}
@@ -253,34 +255,39 @@ func median(v []float64) float64 {
 	return (v[n/2-1] + v[n/2]) / 2
 }
 
-// sideIntervals are one run's intervals as the bootstrap resamples them.
+// sideIntervals are one run's intervals as the bootstrap resamples them:
+// each interval's latency decoded once into sparse form (its non-empty
+// buckets only, not a full histogram).
 type sideIntervals struct {
-	lat              []*hist.Histogram
+	lat              []hist.Sparse
 	seconds          []float64
 	requests, errors []int64
 }
 
-func intervalsOf(r *report.Run) sideIntervals {
+func intervalsOf(r *report.Run) (sideIntervals, error) {
 	var s sideIntervals
-	for _, iv := range r.Timeline {
-		s.lat = append(s.lat, iv.Latency)
+	var dec hist.Decoder
+	s.lat = make([]hist.Sparse, len(r.Timeline))
+	for i := range r.Timeline {
+		iv := &r.Timeline[i]
+		if err := iv.Sparse(&dec, hist.Latency, &s.lat[i]); err != nil {
+			return s, fmt.Errorf("compare: run %s interval %d: %w", r.ID, iv.Index, err)
+		}
 		s.seconds = append(s.seconds, iv.Length.Seconds())
 		s.requests = append(s.requests, iv.Requests)
 		s.errors = append(s.errors, iv.Errors)
 	}
-	return s
+	return s, nil
 }
 
 // figures are one (resampled) run's compared figures, in bootMetrics
 // order; NaN when not measured.
 func (s sideIntervals) figures(idx []int) []float64 {
-	h := hist.New()
+	var acc hist.Accumulator
 	var secs float64
 	var req, errs int64
 	for _, i := range idx {
-		if s.lat[i] != nil {
-			_ = h.Merge(s.lat[i]) // same layout: every interval is a hist.New
-		}
+		acc.Add(&s.lat[i])
 		secs += s.seconds[i]
 		req += s.requests[i]
 		errs += s.errors[i]
@@ -289,7 +296,8 @@ func (s sideIntervals) figures(idx []int) []float64 {
 	if secs > 0 {
 		out[0] = float64(req) / secs
 	}
-	if h.Count() > 0 {
+	if acc.Count() > 0 {
+		h := acc.Histogram()
 		for k, p := range []float64{50, 90, 99, 99.9} {
 			out[1+k] = float64(h.ValueAtPercentile(p))
 		}
@@ -304,10 +312,17 @@ func (s sideIntervals) figures(idx []int) []float64 {
 // carry (no phase histograms per interval).
 var bootMetrics = metrics[:6]
 
-func bootstrap(a, b Run, rng *rand.Rand) []Metric {
-	ia, ib := intervalsOf(a.Run), intervalsOf(b.Run)
+func bootstrap(a, b Run, rng *rand.Rand) ([]Metric, error) {
+	ia, err := intervalsOf(a.Run)
+	if err != nil {
+		return nil, err
+	}
+	ib, err := intervalsOf(b.Run)
+	if err != nil {
+		return nil, err
+	}
 	if len(ia.lat) == 0 || len(ib.lat) == 0 {
-		return nil
+		return nil, nil
 	}
 	all := func(n int) []int {
 		idx := make([]int, n)
@@ -354,11 +369,48 @@ func bootstrap(a, b Run, rng *rand.Rand) []Metric {
 		mt.Significant = mt.CILoPct > 0 || mt.CIHiPct < 0
 		out = append(out, mt)
 	}
-	return out
+	return out, nil
 }
 
 // quantile returns sorted d's q quantile (nearest rank).
 func quantile(d []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(d)))) - 1
 	return d[max(0, min(len(d)-1, i))]
+}
+
+// TableHeader is the statistics table's header, as coordctl compare prints
+// it and the HTML comparison shows it.
+var TableHeader = []string{"metric", "baseline", "candidate", "delta", "95% CI", "p"}
+
+// Rows returns the statistics table, one row per metric in TableHeader's
+// columns: the text of coordctl compare and the HTML comparison both
+// print these strings. The delta is "~" when not significant and "?"
+// (with CI "-") when undefined; values are formatted by FormatValue.
+func (r *Result) Rows() []report.CompareRow {
+	out := make([]report.CompareRow, 0, len(r.Metrics))
+	for _, m := range r.Metrics {
+		delta, ci := "~", fmt.Sprintf("%+.1f%% .. %+.1f%%", m.CILoPct, m.CIHiPct)
+		switch {
+		case m.Undefined:
+			delta, ci = "?", "-"
+		case m.Significant:
+			delta = fmt.Sprintf("%+.2f%%", m.DeltaPct)
+		}
+		out = append(out, report.CompareRow{Cells: []string{m.Name, FormatValue(m.Baseline, m.Unit), FormatValue(m.Candidate, m.Unit), delta, ci, fmt.Sprintf("%.3f", m.P)},
+			Significant: m.Significant && !m.Undefined})
+	}
+	return out
+}
+
+// FormatValue formats a metric's value in its unit: a duration for µs
+// (time.Duration's String), a percentage for a ratio, else a rate per
+// second.
+func FormatValue(v float64, unit string) string {
+	switch unit {
+	case "µs":
+		return (time.Duration(v) * time.Microsecond).String()
+	case "ratio":
+		return fmt.Sprintf("%.3f%%", v*100)
+	}
+	return fmt.Sprintf("%.1f/s", v)
 }

@@ -76,7 +76,7 @@ func intervalRun(id string, n int, base int64) Run {
 		for k := range int64(100) {
 			h.RecordMicros(base + (k*7+int64(i)*13)%(base/10))
 		}
-		r.Timeline = append(r.Timeline, report.Interval{Index: int32(i), Length: 1e9, Requests: 100, Latency: h})
+		r.Timeline = append(r.Timeline, report.Interval{Index: int32(i), Length: 1e9, Requests: 100, V2: [hist.NumKinds][]byte{hist.Latency: h.EncodeV2()}})
 	}
 	return Run{Report: &report.Report{RunID: id}, Run: r}
 }

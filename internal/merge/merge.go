@@ -55,6 +55,11 @@ type Point struct {
 	// Service is the merged service-time histogram of the interval (from
 	// the actual send), V2 compressed; nil in closed loop.
 	Service []byte
+	// Phases holds, by hist.Kind, the merged phase histograms of the
+	// interval (hist.Connect, TLSFull, TLSResumed, TTFB; V2 compressed),
+	// each nil when no agent measured that phase in it; the other kinds are
+	// nil.
+	Phases [hist.NumKinds][]byte
 	// P99 is the merged latency's 99th percentile in µs (0 when empty),
 	// for live progress only: results render from Latency.
 	P99 int64
@@ -90,10 +95,14 @@ type Stage struct {
 	Latency *hist.Histogram
 }
 
+// PhaseKinds are the phases a Point keeps per interval.
+var PhaseKinds = []hist.Kind{hist.Connect, hist.TLSFull, hist.TLSResumed, hist.TTFB}
+
 type pending struct {
 	latency  *hist.Accumulator
-	lateness *hist.Accumulator // open loop only
-	service  *hist.Accumulator // open loop only
+	lateness *hist.Accumulator                // open loop only
+	service  *hist.Accumulator                // open loop only
+	phases   [hist.NumKinds]*hist.Accumulator // PhaseKinds only
 	counts   measure.Counts
 	requests int64
 	errors   int64
@@ -185,9 +194,15 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 		if m.p.OpenLoop() {
 			p.lateness, p.service = m.newHist(), m.newHist()
 		}
+		for _, k := range PhaseKinds {
+			p.phases[k] = m.newHist()
+		}
 		m.open[iv.Index] = p
 	}
 	p.latency.Add(latency)
+	for _, k := range PhaseKinds {
+		p.phases[k].Add(&m.sparse[k])
+	}
 	if p.lateness != nil {
 		p.lateness.Add(&m.sparse[hist.Lateness])
 		p.service.Add(&m.sparse[hist.Service])
@@ -300,6 +315,15 @@ func (m *Merger) finish(k int) (*Point, error) {
 		p.lateness.Reset()
 		p.service.Reset()
 		m.free = append(m.free, p.lateness, p.service)
+	}
+	for _, kind := range PhaseKinds {
+		if h := p.phases[kind]; h.Count() > 0 {
+			if pt.Phases[kind], err = h.Histogram().Encode(); err != nil {
+				return nil, fmt.Errorf("interval %d %s: %w", k, kind, err)
+			}
+			h.Reset()
+		}
+		m.free = append(m.free, p.phases[kind])
 	}
 	p.latency.Reset()
 	m.free = append(m.free, p.latency)

@@ -60,6 +60,9 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 		}
 		sets[k].Latency.RecordMicros(s.us)
 		sets[k].TTFB.RecordMicros(s.us / 2)
+		if s.us%7 == 0 { // a request that opened its connection
+			sets[k].Connect.RecordMicros(s.us / 3)
+		}
 		sets[k].Lateness.RecordMicros(s.late)
 		sets[k].Service.RecordMicros(max(s.us-s.late, 1))
 		counts[k].Requests++
@@ -92,7 +95,8 @@ func split(t *testing.T, r *rand.Rand, ss []sample, agents, workers int, interva
 // across agents, workers and intervals, and in whatever order the
 // intervals arrive, the window's, each interval's and each stage's merged
 // latency, and the window's and each interval's send lateness and service
-// time, equal one recorder's histogram of the same samples.
+// time, and each interval's phases (TTFB, connect; none of TLS resumed),
+// equal one recorder's histogram of the same samples.
 func TestAnySplitMergesToOneRecorder(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	const intervals = 10
@@ -104,8 +108,10 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 		ss := samples(r, 500+r.IntN(3000), window)
 		whole, perInterval, perStage := hist.New(), make([]*hist.Histogram, intervals), []*hist.Histogram{hist.New(), hist.New()}
 		late, lateInterval, serviceInterval := hist.New(), make([]*hist.Histogram, intervals), make([]*hist.Histogram, intervals)
+		ttfbInterval, connectInterval := make([]*hist.Histogram, intervals), make([]*hist.Histogram, intervals)
 		for i := range perInterval {
 			perInterval[i], lateInterval[i], serviceInterval[i] = hist.New(), hist.New(), hist.New()
+			ttfbInterval[i], connectInterval[i] = hist.New(), hist.New()
 		}
 		for _, s := range ss {
 			whole.RecordMicros(s.us)
@@ -114,6 +120,10 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 			perInterval[k].RecordMicros(s.us)
 			lateInterval[k].RecordMicros(s.late)
 			serviceInterval[k].RecordMicros(max(s.us-s.late, 1))
+			ttfbInterval[k].RecordMicros(s.us / 2)
+			if s.us%7 == 0 {
+				connectInterval[k].RecordMicros(s.us / 3)
+			}
 			if time.Duration(k)*interval < 300*time.Millisecond {
 				perStage[0].RecordMicros(s.us)
 			} else {
@@ -160,6 +170,15 @@ func TestAnySplitMergesToOneRecorder(t *testing.T) {
 			}
 			if !bytes.Equal(pt.Service, encode(t, serviceInterval[i])) {
 				t.Errorf("seed %d: interval %d service time differs from one recorder's", seed, i)
+			}
+			if !bytes.Equal(pt.Phases[hist.TTFB], encode(t, ttfbInterval[i])) {
+				t.Errorf("seed %d: interval %d TTFB differs from one recorder's", seed, i)
+			}
+			if c := connectInterval[i]; c.Count() > 0 && !bytes.Equal(pt.Phases[hist.Connect], encode(t, c)) || c.Count() == 0 && pt.Phases[hist.Connect] != nil {
+				t.Errorf("seed %d: interval %d connect (%d bytes) differs from one recorder's (%d samples)", seed, i, len(pt.Phases[hist.Connect]), c.Count())
+			}
+			if pt.Phases[hist.TLSResumed] != nil || pt.Phases[hist.Latency] != nil {
+				t.Errorf("seed %d: interval %d keeps a TLS resumed histogram without a sample, or latency among the phases", seed, i)
 			}
 			if len(pt.CPUBusy) != agents || pt.CPUBusy[0] != 0.125 {
 				t.Errorf("seed %d: interval %d cpu busy %v", seed, i, pt.CPUBusy)

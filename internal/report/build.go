@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -85,18 +86,29 @@ func Build(r *Run) (*Report, error) {
 		rep.ServiceTimeUs = hs.Service.Summarize()
 		rep.SendLatenessUs = hs.Lateness.Summarize()
 	}
+	var dec hist.Decoder
+	var s hist.Sparse
 	for _, pt := range r.Timeline {
 		tp := TimelinePoint{
 			Index: pt.Index, StartS: pt.Start.Seconds(), DurationS: pt.Length.Seconds(),
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, TargetRPS: pt.TargetRPS,
 			TargetConnections: pt.TargetConnections, Agents: pt.Agents, Partial: pt.Partial,
-			CPUBusy: pt.CPUBusy, LatencyV2: pt.LatencyV2, GrowthRefused: pt.GrowthRefused,
+			CPUBusy: pt.CPUBusy, LatencyV2: pt.V2[hist.Latency], GrowthRefused: pt.GrowthRefused,
 		}
-		if h := pt.Latency; h != nil && h.Count() > 0 {
-			tp.P50Us, tp.P90Us, tp.P99Us, tp.MaxUs = h.ValueAtPercentile(50), h.ValueAtPercentile(90), h.ValueAtPercentile(99), h.Max()
+		if err := pt.Sparse(&dec, hist.Latency, &s); err != nil {
+			return nil, fmt.Errorf("interval %d latency: %w", pt.Index, err)
 		}
-		if h := pt.Lateness; h != nil && h.Count() > 0 && r.Load == plan.OpenLoop {
-			tp.LatenessP99Us = h.ValueAtPercentile(99)
+		if s.Total > 0 {
+			q := sparsePercentiles(&s, runSubBucketHalfMagnitude, 50, 90, 99, 100)
+			tp.P50Us, tp.P90Us, tp.P99Us, tp.MaxUs = q[0], q[1], q[2], q[3]
+		}
+		if r.Load == plan.OpenLoop {
+			if err := pt.Sparse(&dec, hist.Lateness, &s); err != nil {
+				return nil, fmt.Errorf("interval %d lateness: %w", pt.Index, err)
+			}
+			if s.Total > 0 {
+				tp.LatenessP99Us = sparsePercentiles(&s, runSubBucketHalfMagnitude, 99)[0]
+			}
 		}
 		tp.Connections = pt.Connections
 		if tp.DurationS > 0 {

@@ -17,7 +17,7 @@ func TestBuildModeFromPlanLoad(t *testing.T) {
 		h.RecordMicros(v)
 	}
 	run := &Run{ID: "r", Load: plan.OpenLoop, Window: time.Second, Histograms: hist.NewSet(),
-		Timeline: []Interval{{Length: time.Second, Requests: 100, Latency: h}}}
+		Timeline: []Interval{{Length: time.Second, Requests: 100, V2: [hist.NumKinds][]byte{hist.Latency: h.EncodeV2()}}}}
 	run.Histograms.Service.RecordMicros(7)
 	r, err := Build(run)
 	if err != nil {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -38,6 +39,7 @@ const CSVMerged = "all"
 //   - partial: true when a lost agent is missing from the merged interval.
 func WriteCSV(w io.Writer, r *Run, perAgent bool) error {
 	cw := csv.NewWriter(w)
+	var dec hist.Decoder
 	if err := cw.Write(CSVHeader); err != nil {
 		return err
 	}
@@ -60,7 +62,11 @@ func WriteCSV(w io.Writer, r *Run, perAgent bool) error {
 			itoa(pt.Requests), rate(pt.Requests, pt.Length.Seconds()), itoa(pt.Errors), itoa(pt.Missed),
 			nonZero(pt.TargetRPS), nonZero(pt.TargetConnections),
 		}
-		row = append(row, percentiles(pt.Latency)...)
+		lat, err := percentiles(&dec, pt.V2[hist.Latency])
+		if err != nil {
+			return fmt.Errorf("csv interval %d: %w", pt.Index, err)
+		}
+		row = append(row, lat...)
 		row = append(row, ftoa(busiest), strconv.FormatBool(pt.Partial))
 		if err := cw.Write(row); err != nil {
 			return err
@@ -81,7 +87,11 @@ func WriteCSV(w io.Writer, r *Run, perAgent bool) error {
 				itoa(int64(iv.Index)), ftoa(iv.Start.Seconds()), ftoa(iv.Length.Seconds()), a.Name,
 				itoa(iv.Requests), rate(iv.Requests, iv.Length.Seconds()), itoa(iv.Errors), itoa(iv.Missed), "", "",
 			}
-			row = append(row, percentiles(iv.Latency)...)
+			lat, err := percentiles(&dec, iv.LatencyV2)
+			if err != nil {
+				return fmt.Errorf("csv interval %d agent %s: %w", iv.Index, a.Name, err)
+			}
+			row = append(row, lat...)
 			row = append(row, busy, "false")
 			if err := cw.Write(row); err != nil {
 				return err
@@ -92,16 +102,19 @@ func WriteCSV(w io.Writer, r *Run, perAgent bool) error {
 	return cw.Error()
 }
 
-// percentiles returns h's p50, p90, p99, p99.9 and max as CSV fields, empty
-// when h has no sample.
-func percentiles(h *hist.Histogram) []string {
-	if h == nil || h.Count() == 0 {
-		return []string{"", "", "", "", ""}
+// percentiles returns the p50, p90, p99, p99.9 and max of the V2
+// histogram b (decoded with dec, sparse) as CSV fields, empty when it has
+// no sample. Errors: a corrupt histogram.
+func percentiles(dec *hist.Decoder, b []byte) ([]string, error) {
+	var s hist.Sparse
+	if err := decodeSparse(dec, b, &s); err != nil {
+		return nil, err
 	}
-	return []string{
-		itoa(h.ValueAtPercentile(50)), itoa(h.ValueAtPercentile(90)), itoa(h.ValueAtPercentile(99)),
-		itoa(h.ValueAtPercentile(99.9)), itoa(h.Max()),
+	if s.Total == 0 {
+		return []string{"", "", "", "", ""}, nil
 	}
+	q := sparsePercentiles(&s, runSubBucketHalfMagnitude, 50, 90, 99, 99.9, 100)
+	return []string{itoa(q[0]), itoa(q[1]), itoa(q[2]), itoa(q[3]), itoa(q[4])}, nil
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -173,10 +173,10 @@ func TestGoldenHlog(t *testing.T) {
 	rd := hdrhistogram.NewHistogramLogReader(bytes.NewReader(b.Bytes()))
 	var lines int
 	for k, pt := range r.Timeline {
-		want := []*hist.Histogram{pt.Latency}
+		want := []*hist.Histogram{decoded(t, pt.V2[hist.Latency])}
 		tags := []string{""}
 		for _, a := range r.Agents {
-			want = append(want, a.Intervals[k].Latency)
+			want = append(want, decoded(t, a.Intervals[k].LatencyV2))
 			tags = append(tags, a.Name)
 		}
 		for i, w := range want {
@@ -297,4 +297,14 @@ func TestGoldenProvenance(t *testing.T) {
 	if plain.Provenance != nil {
 		t.Errorf("provenance %+v from a result with none", plain.Provenance)
 	}
+}
+
+// decoded returns the V2 histogram b decoded.
+func decoded(t *testing.T, b []byte) *hist.Histogram {
+	t.Helper()
+	h, err := hist.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -66,9 +66,9 @@ func WriteHlog(w io.Writer, r *Run) error {
 		}
 	}
 	for _, pt := range r.Timeline {
-		h := pt.Latency
-		if h == nil {
-			h = hist.New() // a result without interval histograms
+		h, err := pt.Histogram(hist.Latency) // one at a time: a full histogram is 229 KB
+		if err != nil {
+			return fmt.Errorf("hlog interval %d: %w", pt.Index, err)
 		}
 		enc, err := h.Encode()
 		if err != nil {
@@ -80,11 +80,15 @@ func WriteHlog(w io.Writer, r *Run) error {
 			if iv == nil {
 				continue
 			}
-			enc, err := iv.Latency.Encode()
+			h, err := hist.Decode(iv.LatencyV2)
 			if err != nil {
 				return fmt.Errorf("hlog interval %d agent %s: %w", pt.Index, a.Name, err)
 			}
-			writeHlogLine(p, hlogTag(a.Name), iv.Start, iv.Length, iv.Latency.Max(), enc)
+			enc, err := h.Encode()
+			if err != nil {
+				return fmt.Errorf("hlog interval %d agent %s: %w", pt.Index, a.Name, err)
+			}
+			writeHlogLine(p, hlogTag(a.Name), iv.Start, iv.Length, h.Max(), enc)
 		}
 	}
 	return p.err

@@ -2,7 +2,7 @@ package report
 
 import (
 	"bytes"
-	"compress/zlib"
+
 	"embed"
 	"encoding/base64"
 	"encoding/binary"
@@ -12,6 +12,8 @@ import (
 	"math/bits"
 	"strings"
 	"text/template"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/threshold"
@@ -47,18 +49,21 @@ const (
 // type="application/json" id="phalanx-data"> element that the page's
 // script reads and charts. Its field names are part of the interface (a
 // page's data can be read back from the file: see internal/report/html/
-// README.md). View selects the page's layout: "run" (one run) today; the
-// capacity search ("search") and comparison ("compare") views will add
-// their own fields beside Run.
+// README.md). View selects the page's layout: "run" (one run, Run and
+// the fields after Compare), "search" (Search only) or "compare" (Compare
+// only).
 type HTMLData struct {
 	Format string `json:"format"`
 	View   string `json:"view"`
 	// Run is the run's report without its timeline (Timeline holds it);
-	// nil in the search view.
+	// nil in the search and compare views.
 	Run *Report `json:"run,omitempty"`
 	// Search is the capacity search of the "search" view (nil otherwise):
 	// its knee, steps and throughput-latency curve.
 	Search *Search `json:"search,omitempty"`
+	// Compare is the A/B comparison of the "compare" view (nil
+	// otherwise): its statistics table and both sides to overlay.
+	Compare *HTMLCompare `json:"compare,omitempty"`
 	// Warnings are the report's (Report.Warnings): what a reader must know
 	// before trusting its figures.
 	Warnings []string `json:"warnings,omitempty"`
@@ -108,22 +113,25 @@ func sloOf(rep *Report) []HTMLSLO {
 // latency histogram (0 when it holds none); CPUBusy has one series per
 // agent, in the order of Run.AgentRows.
 type HTMLTimeline struct {
-	StartS            []float64   `json:"start_s"`
-	DurationS         []float64   `json:"duration_s"`
-	Requests          []int64     `json:"requests"`
-	RPS               []float64   `json:"rps"`
-	Errors            []int64     `json:"errors"`
-	Missed            []int64     `json:"missed"`
-	TargetRPS         []float64   `json:"target_rps"`
-	TargetConnections []float64   `json:"target_connections"`
-	Agents            []int32     `json:"agents"`
-	Partial           []bool      `json:"partial"`
-	P50Us             []int64     `json:"p50_us"`
-	P90Us             []int64     `json:"p90_us"`
-	P99Us             []int64     `json:"p99_us"`
-	P999Us            []int64     `json:"p999_us"`
-	MaxUs             []int64     `json:"max_us"`
-	CPUBusy           [][]float64 `json:"cpu_busy"`
+	StartS            []float64 `json:"start_s"`
+	DurationS         []float64 `json:"duration_s"`
+	Requests          []int64   `json:"requests"`
+	RPS               []float64 `json:"rps"`
+	Errors            []int64   `json:"errors"`
+	Missed            []int64   `json:"missed"`
+	TargetRPS         []float64 `json:"target_rps"`
+	TargetConnections []float64 `json:"target_connections"`
+	// Connections is the number of connections opened in each interval
+	// (the count behind a range's connect and TLS spectra).
+	Connections []int64     `json:"connections"`
+	Agents      []int32     `json:"agents"`
+	Partial     []bool      `json:"partial"`
+	P50Us       []int64     `json:"p50_us"`
+	P90Us       []int64     `json:"p90_us"`
+	P99Us       []int64     `json:"p99_us"`
+	P999Us      []int64     `json:"p999_us"`
+	MaxUs       []int64     `json:"max_us"`
+	CPUBusy     [][]float64 `json:"cpu_busy"`
 	// AgentRequests has, when the result kept the agents' own intervals
 	// (coordctl run --hlog or --csv-per-agent), one series per agent of
 	// its responses in each interval (0 where it sent none); absent
@@ -147,8 +155,9 @@ type HTMLSpectra struct {
 	TTFB       []int64 `json:"ttfb"`
 }
 
-// HTMLIntervals holds every interval's latency histogram (and in open loop
-// its service time and send lateness) in the page's geometry: bucket index i (HdrHistogram's
+// HTMLIntervals holds every interval's latency histogram (in open loop its
+// service time and send lateness, and the phases the result keeps per
+// interval) in the page's geometry: bucket index i (HdrHistogram's
 // counts index for lowest 1, sub-bucket half count 128) has lowest value i
 // below 256, else ((i mod 128) + 128) << (i/128 - 1). Each column is
 // base64 (standard) of zlib (RFC 1950) of, per interval in timeline order,
@@ -161,6 +170,13 @@ type HTMLIntervals struct {
 	Latency  string `json:"latency"`
 	Service  string `json:"service_time,omitempty"`
 	Lateness string `json:"lateness,omitempty"`
+	// Connect, TLSFull, TLSResumed and TTFB are the phases' columns, each
+	// present when some interval of the result holds that phase (a result
+	// written before TimelinePoint carried phases has none).
+	Connect    string `json:"connect,omitempty"`
+	TLSFull    string `json:"tls_full,omitempty"`
+	TLSResumed string `json:"tls_resumed,omitempty"`
+	TTFB       string `json:"ttfb,omitempty"`
 }
 
 // BuildHTMLData computes the page's data block of a run and its report
@@ -177,7 +193,7 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	t := &d.Timeline
 	t.StartS, t.DurationS, t.RPS = make([]float64, n), make([]float64, n), make([]float64, n)
 	t.TargetRPS, t.TargetConnections = make([]float64, n), make([]float64, n)
-	t.Requests, t.Errors, t.Missed = make([]int64, n), make([]int64, n), make([]int64, n)
+	t.Requests, t.Errors, t.Missed, t.Connections = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	t.Agents, t.Partial = make([]int32, n), make([]bool, n)
 	t.P50Us, t.P90Us, t.P99Us, t.P999Us, t.MaxUs = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	agents := len(rep.AgentRows)
@@ -202,11 +218,32 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	}
 	var dec hist.Decoder
 	var s hist.Sparse
-	lat, service, late := newIntervalWriter(), newIntervalWriter(), newIntervalWriter()
+	// The page's interval columns: latency always; service time and send
+	// lateness in open loop; each phase when some interval holds it.
+	cols := []struct {
+		k   hist.Kind
+		out *string
+	}{{hist.Latency, &d.Intervals.Latency}, {hist.Connect, &d.Intervals.Connect}, {hist.TLSFull, &d.Intervals.TLSFull},
+		{hist.TLSResumed, &d.Intervals.TLSResumed}, {hist.TTFB, &d.Intervals.TTFB}}
 	open := rep.Mode == "open"
+	if open {
+		cols = append(cols, struct {
+			k   hist.Kind
+			out *string
+		}{hist.Service, &d.Intervals.Service}, struct {
+			k   hist.Kind
+			out *string
+		}{hist.Lateness, &d.Intervals.Lateness})
+	}
+	var writers [hist.NumKinds]*intervalWriter
+	for _, c := range cols {
+		if c.k == hist.Latency || hasKind(run.Timeline, c.k) {
+			writers[c.k] = newIntervalWriter()
+		}
+	}
 	for i, pt := range run.Timeline {
 		t.StartS[i], t.DurationS[i] = pt.Start.Seconds(), pt.Length.Seconds()
-		t.Requests[i], t.Errors[i], t.Missed[i] = pt.Requests, pt.Errors, pt.Missed
+		t.Requests[i], t.Errors[i], t.Missed[i], t.Connections[i] = pt.Requests, pt.Errors, pt.Missed, pt.Connections
 		t.TargetRPS[i], t.TargetConnections[i] = pt.TargetRPS, pt.TargetConnections
 		t.Agents[i], t.Partial[i] = pt.Agents, pt.Partial
 		if t.DurationS[i] > 0 {
@@ -215,36 +252,27 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 		for a := 0; a < agents && a < len(pt.CPUBusy); a++ {
 			t.CPUBusy[a][i] = pt.CPUBusy[a]
 		}
-		if err := sparseOf(&dec, pt.LatencyV2, pt.Latency, &s); err != nil {
-			return nil, fmt.Errorf("html report: interval %d latency: %w", pt.Index, err)
-		}
-		if s.Total > 0 {
-			q := sparsePercentiles(&s, runSubBucketHalfMagnitude, 50, 90, 99, 99.9, 100)
-			t.P50Us[i], t.P90Us[i], t.P99Us[i], t.P999Us[i], t.MaxUs[i] = q[0], q[1], q[2], q[3], q[4]
-		}
-		lat.add(&s)
-		if open {
-			if err := sparseOf(&dec, nil, pt.Lateness, &s); err != nil {
-				return nil, fmt.Errorf("html report: interval %d lateness: %w", pt.Index, err)
+		for k, w := range writers {
+			if w == nil {
+				continue
 			}
-			late.add(&s)
-			if err := sparseOf(&dec, pt.ServiceV2, nil, &s); err != nil {
-				return nil, fmt.Errorf("html report: interval %d service time: %w", pt.Index, err)
+			if err := pt.Sparse(&dec, hist.Kind(k), &s); err != nil {
+				return nil, fmt.Errorf("html report: interval %d %s: %w", pt.Index, hist.Kind(k), err)
 			}
-			service.add(&s)
+			if hist.Kind(k) == hist.Latency && s.Total > 0 {
+				q := sparsePercentiles(&s, runSubBucketHalfMagnitude, 50, 90, 99, 99.9, 100)
+				t.P50Us[i], t.P90Us[i], t.P99Us[i], t.P999Us[i], t.MaxUs[i] = q[0], q[1], q[2], q[3], q[4]
+			}
+			w.add(&s)
 		}
 	}
-	d.Intervals = HTMLIntervals{SigFigs: 2, Count: n}
-	var err error
-	if d.Intervals.Latency, err = lat.finish(); err != nil {
-		return nil, err
-	}
-	if open {
-		if d.Intervals.Lateness, err = late.finish(); err != nil {
-			return nil, err
-		}
-		if d.Intervals.Service, err = service.finish(); err != nil {
-			return nil, err
+	d.Intervals.SigFigs, d.Intervals.Count = 2, n
+	for _, c := range cols {
+		if w := writers[c.k]; w != nil {
+			var err error
+			if *c.out, err = w.finish(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	d.Spectra.SigFigs = hist.SigFigs
@@ -267,7 +295,7 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 			if k.h == nil {
 				continue
 			}
-			if err := sparseOf(&dec, nil, k.h, &s); err != nil {
+			if err := sparseOf(&dec, k.h, &s); err != nil {
 				return nil, fmt.Errorf("html report: %w", err)
 			}
 			pairs := make([]int64, 0, 2*len(s.Values))
@@ -280,17 +308,22 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	return d, nil
 }
 
-// sparseOf decodes an interval's histogram into s: from its encoding when
-// the result kept it, else from h (nil: empty).
-func sparseOf(dec *hist.Decoder, v2 []byte, h *hist.Histogram, s *hist.Sparse) error {
-	if len(v2) == 0 && h != nil {
-		v2 = h.EncodeV2()
+// sparseOf decodes h into s (nil: empty).
+func sparseOf(dec *hist.Decoder, h *hist.Histogram, s *hist.Sparse) error {
+	if h == nil {
+		return decodeSparse(dec, nil, s)
 	}
-	if len(v2) == 0 {
-		s.Values, s.Counts, s.Total = s.Values[:0], s.Counts[:0], 0
-		return nil
+	return dec.Decode(h.EncodeV2(), s)
+}
+
+// hasKind reports whether some interval of tl holds a histogram of kind k.
+func hasKind(tl []Interval, k hist.Kind) bool {
+	for i := range tl {
+		if len(tl[i].V2[k]) > 0 {
+			return true
+		}
 	}
-	return dec.Decode(v2, s)
+	return false
 }
 
 // highestEquivalent returns the highest value of the bucket whose lowest
@@ -346,9 +379,14 @@ type intervalWriter struct {
 	cnt []int64
 }
 
+// intervalLevel is the interval columns' zlib level: klauspost/compress's
+// level 4 takes under half the time of the standard library's default on a
+// day of intervals for a column a few % larger.
+const intervalLevel = 4
+
 func newIntervalWriter() *intervalWriter {
 	w := &intervalWriter{}
-	w.zw = zlib.NewWriter(&w.buf)
+	w.zw, _ = zlib.NewWriterLevel(&w.buf, intervalLevel) // a valid level: no error
 	return w
 }
 
@@ -475,14 +513,28 @@ func writeHTMLPage(w io.Writer, d *HTMLData, opts HTMLOptions) error {
 	default:
 		title = "Phalanx run " + d.Run.RunID
 	}
+	// The page around a marker where the data goes, written in three
+	// parts: the data block (tens of MB for a day of intervals) is not
+	// copied into the template's output.
+	const marker = "\x00phalanx-data\x00"
+	var b bytes.Buffer
 	page := template.Must(template.New("page").Parse(read("page.html")))
-	return page.Execute(w, map[string]string{
+	if err := page.Execute(&b, map[string]string{
 		"Title":     template.HTMLEscapeString(title),
 		"UPlotCSS":  read("vendor/uPlot.min.css"),
 		"CSS":       read("app.css"),
 		"UPlotJS":   read("vendor/uPlot.iife.min.js"),
 		"JS":        read("app.js"),
-		"Data":      string(data),
+		"Data":      marker,
 		"Generator": "phalanx " + strings.TrimPrefix(HTMLFormat, "phalanx-"),
-	})
+	}); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	before, after, _ := bytes.Cut(b.Bytes(), []byte(marker)) // the template holds it once
+	for _, part := range [][]byte{before, data, after} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/phalanxload/phalanx/internal/compare"
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
@@ -32,14 +34,17 @@ import (
 // agents, PerInterval responses per interval (all agents), open loop in 3
 // stages, latencies lognormal around 800 µs with a day's swing; the
 // intervals in [SpikeFrom, SpikeTo) (fractions of the run) are 4 times
-// slower. Decoded keeps each interval's full histogram (as RunFromProto
-// does); without it only the encodings are kept, which a day of intervals
-// needs (a full histogram is 229 KB).
+// slower. Every interval keeps its histograms encoded (as RunFromProto
+// does): latency, service time, send lateness, TTFB (one per response,
+// also slower in the spike) and, for the connections it opened (64 in the
+// first interval, then one in 5), connect and TLS full or resumed; the
+// whole window's are their sums.
 type synth struct {
 	Intervals, Agents, PerInterval int
 	Step                           time.Duration
 	SpikeFrom, SpikeTo             float64
-	Decoded                        bool
+	// Scale multiplies every latency (0: 1).
+	Scale float64
 	// AgentIntervals keeps each agent's own intervals (a third of each
 	// merged one's responses) and gives the agents a provenance.
 	AgentIntervals bool
@@ -64,14 +69,23 @@ func (s synth) run(tb testing.TB) *report.Run {
 		run.Stages = append(run.Stages, report.StageRun{Index: int32(i), Start: time.Duration(i) * third, Duration: third,
 			TargetFrom: from, TargetTo: int64(rate), Latency: hist.New()})
 	}
-	iv, sv := hist.New(), hist.New()
+	iv, sv, lv := hist.New(), hist.New(), hist.New()
+	phases := map[hist.Kind]*hist.Histogram{hist.Connect: hist.New(), hist.TLSFull: hist.New(), hist.TLSResumed: hist.New(), hist.TTFB: hist.New()}
+	var opened int64
 	for i := range s.Intervals {
 		iv.Reset()
 		sv.Reset()
+		lv.Reset()
+		for _, h := range phases {
+			h.Reset()
+		}
 		start := time.Duration(i) * s.Step
 		st := &run.Stages[min(int(start/third), 2)]
 		frac := float64(i) / float64(s.Intervals)
 		scale := 800 * (1 + 0.4*math.Sin(2*math.Pi*frac))
+		if s.Scale > 0 {
+			scale *= s.Scale
+		}
 		if frac >= s.SpikeFrom && frac < s.SpikeTo {
 			scale *= 4
 		}
@@ -83,10 +97,38 @@ func (s synth) run(tb testing.TB) *report.Run {
 			service := max(us-int64(rng.IntN(40)), 1)
 			run.Histograms.Service.RecordMicros(service)
 			sv.RecordMicros(service)
-			run.Histograms.Lateness.RecordMicros(1 + int64(rng.ExpFloat64()*8))
+			lv.RecordMicros(1 + int64(rng.ExpFloat64()*8))
+			phases[hist.TTFB].RecordMicros(max(us/2+int64(rng.IntN(60)), 1))
 		}
-		pt := report.Interval{Index: int32(i), Start: start, Length: s.Step, Requests: int64(s.PerInterval),
-			Errors: int64(rng.IntN(3)), TargetRPS: rate, Agents: int32(s.Agents), LatencyV2: iv.EncodeV2(), ServiceV2: sv.EncodeV2()}
+		conns := 0
+		if i == 0 {
+			conns = 64
+		} else if rng.IntN(5) == 0 {
+			conns = 1
+		}
+		for c := range conns {
+			phases[hist.Connect].RecordMicros(40 + int64(rng.IntN(60)))
+			if c%4 == 3 {
+				phases[hist.TLSResumed].RecordMicros(300 + int64(rng.IntN(100)))
+			} else {
+				phases[hist.TLSFull].RecordMicros(900 + int64(rng.IntN(400)) + int64(scale/4))
+			}
+		}
+		opened += int64(conns)
+		if err := run.Histograms.Lateness.Merge(lv); err != nil {
+			tb.Fatal(err)
+		}
+		pt := report.Interval{Index: int32(i), Start: start, Length: s.Step, Requests: int64(s.PerInterval), Connections: int64(conns),
+			Errors: int64(rng.IntN(3)), TargetRPS: rate, Agents: int32(s.Agents)}
+		pt.V2[hist.Latency], pt.V2[hist.Service], pt.V2[hist.Lateness] = encode(tb, iv), encode(tb, sv), encode(tb, lv)
+		for k, h := range phases {
+			if err := run.Histograms.Get(k).Merge(h); err != nil {
+				tb.Fatal(err)
+			}
+			if h.Count() > 0 {
+				pt.V2[k] = encode(tb, h)
+			}
+		}
 		if st.Index == 0 {
 			pt.TargetRPS = rate * (start.Seconds() + s.Step.Seconds()/2) / third.Seconds()
 		}
@@ -97,24 +139,13 @@ func (s synth) run(tb testing.TB) *report.Run {
 		for a := range s.Agents {
 			pt.CPUBusy = append(pt.CPUBusy, 0.3+0.1*float64(a)+0.15*math.Sin(2*math.Pi*frac+float64(a)))
 		}
-		if s.Decoded {
-			h := hist.New()
-			if err := h.Merge(iv); err != nil {
-				tb.Fatal(err)
-			}
-			pt.Latency = h
-		}
 		run.Timeline = append(run.Timeline, pt)
 		run.Counts.Requests += pt.Requests
 	}
-	for range 200 {
-		run.Histograms.Connect.RecordMicros(40 + int64(rng.IntN(60)))
-		run.Histograms.TLSFull.RecordMicros(900 + int64(rng.IntN(400)))
-		run.Histograms.TLSResumed.RecordMicros(300 + int64(rng.IntN(100)))
-		run.Histograms.TTFB.RecordMicros(500 + int64(rng.ExpFloat64()*300))
-	}
 	c := &run.Counts
-	c.BytesRead, c.ConnectionsOpened, c.HandshakesFull, c.HandshakesResumed = c.Requests*870, 64, 48, 16
+	c.BytesRead, c.ConnectionsOpened = c.Requests*870, opened
+	c.HandshakesResumed = run.Histograms.TLSResumed.Count()
+	c.HandshakesFull = opened - c.HandshakesResumed
 	if err := c.AddStatus(200, c.Requests); err != nil {
 		tb.Fatal(err)
 	}
@@ -160,6 +191,16 @@ func (s synth) run(tb testing.TB) *report.Run {
 		run.Provenance = report.RunProvenance{PlanHash: "sha256:3f1c0ffee", CoordinatorVersion: "v0.9.0", CoordinatorCommit: "1a2b3c4d5e6f7a8b"}
 	}
 	return run
+}
+
+// encode returns h's V2 compressed encoding, as a result carries it.
+func encode(tb testing.TB, h *hist.Histogram) []byte {
+	tb.Helper()
+	b, err := h.Encode()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // writePage writes run's HTML report to dir/name and returns its path.
@@ -347,7 +388,7 @@ const stateJS = `(() => {
 // across the timeline recomputes the spectrum from that range's interval
 // histograms, as the Go side merges them.
 func TestHTMLReportInBrowser(t *testing.T) {
-	s := synth{Intervals: 120, Agents: 3, PerInterval: 2000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.6, Decoded: true, AgentIntervals: true}
+	s := synth{Intervals: 120, Agents: 3, PerInterval: 2000, Step: time.Second, SpikeFrom: 0.5, SpikeTo: 0.6, AgentIntervals: true}
 	run := s.run(t)
 	dir := t.ArtifactDir()
 	file := writePage(t, run, dir, "report.html")
@@ -447,7 +488,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	want := mergedRange(t, d.Intervals.Latency, got.Range[0], got.Range[1])
 	wantSum := int64(0)
 	for i := got.Range[0]; i <= got.Range[1]; i++ {
-		wantSum += run.Timeline[i].Latency.Count()
+		wantSum += run.Timeline[i].Requests
 	}
 	if got.Latency.Count != wantSum || want.TotalCount() != wantSum {
 		t.Errorf("range %v: %d responses, want %d (the intervals' histograms)", got.Range, got.Latency.Count, wantSum)
@@ -460,6 +501,41 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	wantSvc := mergedRange(t, d.Intervals.Service, got.Range[0], got.Range[1])
 	if got.Service.Count != wantSum || got.Service.P99 != wantSvc.ValueAtPercentile(99) {
 		t.Errorf("range %v: service time %d responses, p99 %d; want %d, %d", got.Range, got.Service.Count, got.Service.P99, wantSum, wantSvc.ValueAtPercentile(99))
+	}
+	// The range's phases: each phase's interval histograms merged, as for
+	// latency; the connects are the connections the range opened.
+	type phases struct {
+		Source                             string
+		Range                              []int
+		Connect, TLSFull, TLSResumed, TTFB *summary
+	}
+	ph := eval[phases](t, p, `phalanx.phases`)
+	if !slices.Equal(ph.Range, got.Range) || !strings.HasPrefix(ph.Source, "Selected ") {
+		t.Errorf("phases: range %v (source %q), want the spectrum's %v", ph.Range, ph.Source, got.Range)
+	}
+	var conns int64
+	for i := got.Range[0]; i <= got.Range[1]; i++ {
+		conns += run.Timeline[i].Connections
+	}
+	for _, c := range []struct {
+		name string
+		col  string
+		got  *summary
+		want int64
+	}{{"ttfb", d.Intervals.TTFB, ph.TTFB, wantSum}, {"connect", d.Intervals.Connect, ph.Connect, conns}} {
+		w := mergedRange(t, c.col, got.Range[0], got.Range[1])
+		switch {
+		case c.want == 0 && c.got != nil:
+			t.Errorf("range %v %s: %+v, want none (no connection opened)", got.Range, c.name, *c.got)
+		case c.want > 0 && c.got == nil:
+			t.Errorf("range %v %s: none, want %d samples", got.Range, c.name, c.want)
+		case c.got != nil && (c.got.Count != c.want || w.TotalCount() != c.want || c.got.P99 != w.ValueAtPercentile(99) || c.got.Max != w.Max()):
+			t.Errorf("range %v %s: %d samples, p99 %d, max %d; want %d (page column %d), %d, %d", got.Range, c.name, c.got.Count, c.got.P99, c.got.Max,
+				c.want, w.TotalCount(), w.ValueAtPercentile(99), w.Max())
+		}
+	}
+	if whole := run.Histograms.TTFB.ValueAtPercentile(50); ph.TTFB == nil || ph.TTFB.P50 < 2*whole {
+		t.Errorf("range TTFB %+v is not the slow range's (whole window p50 %d µs)", ph.TTFB, whole)
 	}
 	if whole := run.Histograms.Latency.ValueAtPercentile(50); got.Latency.P50 < 2*whole {
 		t.Errorf("range p50 %d µs is not the slow range's (whole window p50 %d µs)", got.Latency.P50, whole)
@@ -608,4 +684,116 @@ func TestHTMLSearchInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "search.png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestHTMLCompareInBrowser opens the comparison page (the "compare" view)
+// of a baseline run and a candidate 25 % slower in headless Chromium: no
+// console error, no network request, the overlaid timeline and spectra
+// drawn with every series (both sides), the statistics table holding
+// exactly the rows coordctl compare prints (compare.Result.Rows) with the
+// latency deltas significant, both runs listed; a screenshot goes to the
+// artifact directory.
+func TestHTMLCompareInBrowser(t *testing.T) {
+	side := func(id string, scale float64) compare.Run {
+		r := synth{Intervals: 90, Agents: 2, PerInterval: 1000, Step: time.Second, Scale: scale}.run(t)
+		r.ID = id
+		rep, err := report.Build(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return compare.Run{Report: rep, Run: r}
+	}
+	a, b := []compare.Run{side("20261201T120000Z-baa5e1", 1)}, []compare.Run{side("20261201T130000Z-ca7d1d", 1.25)}
+	res, err := compare.Compare(a, b, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := compare.HTML(res, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := report.WriteCompareHTML(&page, c, report.HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.ArtifactDir()
+	file := filepath.Join(dir, "compare.html")
+	if err := os.WriteFile(file, page.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := openBrowserPage(t, file)
+	type state struct {
+		Errors            []string
+		Ink               map[string]int
+		Series            map[string][]int
+		Stats, Runs, Head string
+	}
+	st := eval[state](t, p, `(() => {
+  const ink = (id) => {
+    const c = document.querySelector('#' + id + ' canvas');
+    if (!c || !c.width) return -1;
+    const g = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < g.length; i += 4) if (g[i + 3] > 0 && (Math.abs(g[i] - g[i + 1]) > 40 || Math.abs(g[i + 1] - g[i + 2]) > 40)) n++;
+    return n;
+  };
+  const series = {};
+  for (const [k, u] of Object.entries(phalanx.charts)) series[k] = u.data.slice(1).map((s) => s.filter((v) => v != null).length);
+  return { errors: phalanx.errors, ink: { timeline: ink('compare-timeline-chart'), spectrum: ink('compare-spectrum-chart'), phases: ink('compare-phases-chart') },
+    series, stats: document.getElementById('stats').innerText, runs: document.getElementById('runs').innerText, head: document.title };
+})()`)
+	if len(st.Errors) > 0 || p.errors > 0 || len(p.requests) > 0 {
+		t.Errorf("page errors %v, console %v, requests %v", st.Errors, p.log(), p.requests)
+	}
+	for name, n := range st.Ink {
+		if n < 200 {
+			t.Errorf("chart %s: %d coloured pixels, want drawn series (>= 200)", name, n)
+		}
+	}
+	// Both sides of: p50, p99, RPS; latency and service time; each phase.
+	for name, want := range map[string]int{"compareTimeline": 6, "compareSpectrum": 4, "comparePhases": 8} {
+		pts := st.Series[name]
+		if len(pts) != want {
+			t.Errorf("chart %s: %d series, want %d", name, len(pts), want)
+		}
+		for i, n := range pts {
+			if n == 0 {
+				t.Errorf("chart %s: series %d has no point", name, i+1)
+			}
+		}
+	}
+	rows := res.Rows()
+	if len(rows) < 6 {
+		t.Fatalf("%d rows in the comparison, want RPS, p50..p99.9 and errors", len(rows))
+	}
+	for _, r := range rows {
+		if line := strings.Join(r.Cells, "\t"); !strings.Contains(st.Stats, line) {
+			t.Errorf("statistics table lacks coordctl compare's row %q:\n%s", line, st.Stats)
+		}
+		if (r.Cells[0] == "p50" || r.Cells[0] == "p99") && (!r.Significant || !strings.HasPrefix(r.Cells[3], "+2")) {
+			t.Errorf("row %v: want a significant delta near +25 %%", r.Cells)
+		}
+	}
+	if !strings.Contains(st.Stats, strings.Join(compare.TableHeader, "\t")) {
+		t.Errorf("statistics table lacks the header %v:\n%s", compare.TableHeader, st.Stats)
+	}
+	for _, want := range []string{"baseline\t20261201T120000Z-baa5e1", "candidate\t20261201T130000Z-ca7d1d"} {
+		if !strings.Contains(st.Runs, want) {
+			t.Errorf("runs table lacks %q:\n%s", want, st.Runs)
+		}
+	}
+	if !strings.Contains(st.Head, "1 baseline run vs 1 candidate run") {
+		t.Errorf("title %q", st.Head)
+	}
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot is not a PNG (%d bytes)", len(png))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "compare.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page %s, screenshot %s", file, filepath.Join(dir, "compare.png"))
 }

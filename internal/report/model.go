@@ -110,17 +110,40 @@ type Interval struct {
 	// set when a lost agent is missing from it.
 	Agents  int32
 	Partial bool
-	// Latency is the interval's merged latency (nil when the result holds
-	// none); LatencyV2 its encoding as the result carries it.
-	Latency   *hist.Histogram
-	LatencyV2 []byte
-	// Lateness is the interval's merged send lateness (open loop; nil
-	// otherwise).
-	Lateness *hist.Histogram
-	// ServiceV2 is the interval's merged service time (open loop; nil
-	// otherwise), encoded as the result carries it: only the HTML report
-	// reads it, without expanding it.
-	ServiceV2 []byte
+	// V2 holds, by hist.Kind, the interval's histograms merged across
+	// agents, HdrHistogram V2 encoded as the result carries them (µs): the
+	// latency always, service time and send lateness in open loop, the
+	// phases (connect, TLS full and resumed, TTFB) in a result that keeps
+	// them per interval; nil for a kind it does not hold (an interval with
+	// no sample of a phase keeps none). They stay encoded, a few KB each:
+	// renderers decode one interval at a time (Sparse, Histogram), so that
+	// a day of 1 s intervals is not expanded to 229 KB per histogram.
+	V2 [hist.NumKinds][]byte
+}
+
+// Sparse decodes the interval's histogram of kind k into s with dec
+// (empty when the interval holds none). Errors: a corrupt histogram.
+func (iv *Interval) Sparse(dec *hist.Decoder, k hist.Kind, s *hist.Sparse) error {
+	return decodeSparse(dec, iv.V2[k], s)
+}
+
+// decodeSparse decodes b into s (empty for no bytes).
+func decodeSparse(dec *hist.Decoder, b []byte, s *hist.Sparse) error {
+	if len(b) == 0 {
+		s.Values, s.Counts, s.Index, s.Total = s.Values[:0], s.Counts[:0], s.Index[:0], 0
+		return nil
+	}
+	return dec.Decode(b, s)
+}
+
+// Histogram decodes the interval's histogram of kind k (an empty one when
+// the interval holds none): a full histogram (229 KB), for one interval
+// at a time. Errors: a corrupt histogram.
+func (iv *Interval) Histogram(k hist.Kind) (*hist.Histogram, error) {
+	if len(iv.V2[k]) == 0 {
+		return hist.New(), nil
+	}
+	return hist.Decode(iv.V2[k])
 }
 
 // MixRun is one request of a mix, measured apart over the window.
@@ -178,14 +201,15 @@ type AgentRun struct {
 }
 
 // AgentInterval is one agent's interval k: its bounds as offsets from the
-// agent's window start, its counts and its latency histogram (µs), exactly
-// as the agent sent them.
+// agent's window start, its counts and its latency histogram (µs, V2
+// encoded, kept encoded as Interval.V2 is), exactly as the agent sent
+// them.
 type AgentInterval struct {
 	Index                    int32
 	Start, Length            time.Duration
 	Requests, Errors, Missed int64
 	CPUTime                  time.Duration
-	Latency                  *hist.Histogram
+	LatencyV2                []byte
 }
 
 // Report is one run's report. JSON field names are part of the interface

@@ -218,6 +218,24 @@ func (s *Store) Get(id string) (*pb.StoredRun, error) {
 	return r, err
 }
 
+// GetForReport returns run id as its report needs it
+// (wire.RunFromStored): with its result, without its intervals, or
+// without a result with its intervals in index order. A long run's
+// intervals are as large as its result's timeline, so a report of it
+// reads half as much. Errors: as Get's.
+func (s *Store) GetForReport(id string) (*pb.StoredRun, error) {
+	var r *pb.StoredRun
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if r, err = getRun(tx, id, false); err != nil || r.GetResult() != nil {
+			return err
+		}
+		r, err = getRun(tx, id, true)
+		return err
+	})
+	return r, err
+}
+
 func getRun(tx *bolt.Tx, id string, intervals bool) (*pb.StoredRun, error) {
 	v := tx.Bucket(bucketRuns).Get([]byte(id))
 	if v == nil {

@@ -257,3 +257,43 @@ func TestListPartial(t *testing.T) {
 		}
 	}
 }
+
+// TestGetForReport: a run with a result comes without its intervals
+// (Get still has them), one without a result with them.
+func TestGetForReport(t *testing.T) {
+	st, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	empty, err := hist.New().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, cut := run("20261202T100000Z-aaaaaa", time.Unix(1, 0)), run("20261202T100001Z-bbbbbb", time.Unix(2, 0))
+	done.State = pb.RunState_RUN_STATE_FINISHED
+	done.Result = &pb.RunResult{Histograms: &pb.Histograms{Latency: empty, Connect: empty, TlsFull: empty, TlsResumed: empty, Ttfb: empty, ServiceTime: empty, Lateness: empty}}
+	for _, r := range []*pb.StoredRun{done, cut} {
+		r.Intervals = []*pb.Progress{interval(t, 0, 5, 10), interval(t, 1, 7, 20)}
+		if err := st.Import(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		id        string
+		forReport bool
+		want      int
+	}{{done.RunId, true, 0}, {done.RunId, false, 2}, {cut.RunId, true, 2}, {cut.RunId, false, 2}} {
+		get := st.Get
+		if c.forReport {
+			get = st.GetForReport
+		}
+		r, err := get(c.id)
+		if err != nil || len(r.GetIntervals()) != c.want || (r.GetResult() != nil) != (c.id == done.RunId) {
+			t.Errorf("run %s (for report %v): %d intervals, result %v, err %v; want %d intervals", c.id, c.forReport, len(r.GetIntervals()), r.GetResult() != nil, err, c.want)
+		}
+	}
+	if _, err := st.GetForReport("20261202T100002Z-cccccc"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a missing run: %v, want ErrNotFound", err)
+	}
+}

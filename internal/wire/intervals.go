@@ -49,16 +49,17 @@ func RunFromReceived(rc *Received, how string) (*report.Run, error) {
 		CoordinatorLost: how, AgentCount: rc.Agents,
 	}
 	var total measure.Counts
+	var dec intervalDecoder
+	var latency hist.Accumulator
 	for i, pt := range rc.Points {
-		iv, err := IntervalFromProto(pt)
+		iv, err := dec.interval(pt)
 		if err != nil {
 			return nil, fmt.Errorf("run %s interval %d: %w", rc.RunID, pt.GetIndex(), err)
 		}
-		if iv.Latency != nil {
-			if err := run.Histograms.Latency.Merge(iv.Latency); err != nil {
-				return nil, fmt.Errorf("run %s interval %d: %w", rc.RunID, pt.GetIndex(), err)
-			}
+		if err := iv.Sparse(&dec.dec, hist.Latency, &dec.s); err != nil {
+			return nil, fmt.Errorf("run %s interval %d: %w", rc.RunID, pt.GetIndex(), err)
 		}
+		latency.Add(&dec.s)
 		var c measure.Counts
 		if i < len(rc.Counts) {
 			if c, err = CountsFromProto(rc.Counts[i]); err != nil {
@@ -69,6 +70,7 @@ func RunFromReceived(rc *Received, how string) (*report.Run, error) {
 		run.Timeline = append(run.Timeline, iv)
 		run.Window = max(run.Window, iv.Start+iv.Length)
 	}
+	run.Histograms.Latency = latency.Histogram()
 	total.Issued = total.Ended()
 	run.Counts = total
 	for _, l := range rc.Lost {

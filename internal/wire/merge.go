@@ -3,13 +3,14 @@ package wire
 import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/merge"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
 // TimelineToProto converts the merged timeline; each point carries its
-// merged latency (and, in open loop, send-lateness) histogram, never
-// percentiles.
+// merged latency, phase (those measured in it) and, in open loop,
+// service-time and send-lateness histograms, never percentiles.
 func TimelineToProto(tl []*merge.Point) []*pb.TimelinePoint {
 	out := make([]*pb.TimelinePoint, 0, len(tl))
 	for _, pt := range tl {
@@ -27,6 +28,7 @@ func PointToProto(pt *merge.Point) *pb.TimelinePoint {
 		TargetRps: pt.TargetRPS, TargetConnections: pt.TargetConnections, Latency: pt.Latency, Lateness: pt.Lateness, ServiceTime: pt.Service,
 		Agents: int32(pt.Agents), Partial: pt.Partial, Connections: pt.Connections, AgentConnections: pt.AgentConnections,
 		GrowthRefused: pt.GrowthRefused,
+		Connect:       pt.Phases[hist.Connect], TlsFull: pt.Phases[hist.TLSFull], TlsResumed: pt.Phases[hist.TLSResumed], Ttfb: pt.Phases[hist.TTFB],
 	}
 }
 

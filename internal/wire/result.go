@@ -42,15 +42,12 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 		HTTP3: p.Protocol == plan.H3,
 	}
 	run.Verdict = VerdictFromProto(r)
+	var dec intervalDecoder
+	run.Timeline = make([]report.Interval, 0, len(r.GetTimeline()))
 	for _, pt := range r.GetTimeline() {
-		iv, err := IntervalFromProto(pt)
+		iv, err := dec.interval(pt)
 		if err != nil {
 			return fail(fmt.Sprintf(" interval %d", pt.GetIndex()), err)
-		}
-		if b := pt.GetLateness(); len(b) > 0 {
-			if iv.Lateness, err = hist.Decode(b); err != nil {
-				return fail(fmt.Sprintf(" interval %d lateness", pt.GetIndex()), err)
-			}
 		}
 		run.Timeline = append(run.Timeline, iv)
 	}
@@ -80,7 +77,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 			Rate:        a.GetRate(), Lost: a.GetLost(), LostAt: a.GetLostAt().AsDuration(), Ran: a.GetRan().AsDuration(),
 			Provenance: ProvenanceFromProto(a.GetProvenance()),
 		}
-		if ar.Intervals, err = AgentIntervalsFromProto(a.GetIntervals()); err != nil {
+		if ar.Intervals, err = dec.agentIntervals(a.GetIntervals()); err != nil {
 			return fail(" agent "+a.GetName(), err)
 		}
 		run.Agents = append(run.Agents, ar)
@@ -107,24 +104,65 @@ func startSkewUnknown(has bool, agents []*pb.AgentResult) bool {
 	return len(agents) > 0 && (!has || (len(agents) > 1 && known < 2))
 }
 
-// IntervalFromProto decodes one timeline point, its latency histogram
-// included. Errors: a corrupt histogram.
+// IntervalFromProto decodes one timeline point. Its histograms stay
+// encoded (report.Interval.V2: the bytes of pt, not a copy), each checked
+// by decoding it into sparse form. Errors: a corrupt histogram, named with
+// its kind.
 func IntervalFromProto(pt *pb.TimelinePoint) (report.Interval, error) {
+	var dec intervalDecoder
+	return dec.interval(pt)
+}
+
+// intervalDecoder checks the histograms of many intervals with one
+// decoder; s holds the last one decoded.
+type intervalDecoder struct {
+	dec hist.Decoder
+	s   hist.Sparse
+}
+
+// pointKinds are the histograms a TimelinePoint carries.
+var pointKinds = []hist.Kind{hist.Latency, hist.Service, hist.Lateness, hist.Connect, hist.TLSFull, hist.TLSResumed, hist.TTFB}
+
+func (d *intervalDecoder) interval(pt *pb.TimelinePoint) (report.Interval, error) {
 	iv := report.Interval{
 		Index: pt.GetIndex(), Start: pt.GetStart().AsDuration(), Length: pt.GetLength().AsDuration(),
 		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
 		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
-		CPUBusy: pt.GetCpuBusy(), LatencyV2: pt.GetLatency(), ServiceV2: pt.GetServiceTime(),
-		Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(), GrowthRefused: pt.GetGrowthRefused(),
+		CPUBusy: pt.GetCpuBusy(), Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(), GrowthRefused: pt.GetGrowthRefused(),
 	}
-	if b := pt.GetLatency(); len(b) > 0 {
-		h, err := hist.Decode(b)
-		if err != nil {
-			return iv, err
+	for _, k := range pointKinds {
+		b := PointHistogramBytes(pt, k)
+		if len(b) == 0 {
+			continue
 		}
-		iv.Latency = h
+		if err := d.dec.Decode(b, &d.s); err != nil {
+			return iv, fmt.Errorf("%s histogram: %w", k, err)
+		}
+		iv.V2[k] = b
 	}
 	return iv, nil
+}
+
+// PointHistogramBytes returns the timeline point's histogram of kind k
+// (nil for a kind it does not carry).
+func PointHistogramBytes(pt *pb.TimelinePoint, k hist.Kind) []byte {
+	switch k {
+	case hist.Latency:
+		return pt.GetLatency()
+	case hist.Service:
+		return pt.GetServiceTime()
+	case hist.Lateness:
+		return pt.GetLateness()
+	case hist.Connect:
+		return pt.GetConnect()
+	case hist.TLSFull:
+		return pt.GetTlsFull()
+	case hist.TLSResumed:
+		return pt.GetTlsResumed()
+	case hist.TTFB:
+		return pt.GetTtfb()
+	}
+	return nil
 }
 
 // ReportFromResult builds the report of a merged result: RunFromProto,

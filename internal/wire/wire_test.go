@@ -1,12 +1,15 @@
 package wire
 
 import (
+	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/plan"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -102,5 +105,39 @@ func TestHistogramsRoundTripByKind(t *testing.T) {
 		if err := d.Decode(HistogramBytes(iv, k), &sp); err != nil || sp.Total != int64(k)+1 {
 			t.Errorf("interval %s: %d samples (%v), want %d", k, sp.Total, err, int64(k)+1)
 		}
+	}
+}
+
+// TestPointHistogramsRoundTrip: a merged point's histograms (latency,
+// service time, lateness and the phases it measured) reach the report's
+// interval by kind, still encoded and byte for byte; a phase it did not
+// measure stays absent, and a corrupt one is refused with its kind named.
+func TestPointHistogramsRoundTrip(t *testing.T) {
+	enc := func(us int64) []byte {
+		h := hist.New()
+		h.RecordMicros(us)
+		b, err := h.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pt := &merge.Point{Index: 3, Length: time.Second, Latency: enc(900), Service: enc(800), Lateness: enc(5)}
+	pt.Phases[hist.Connect], pt.Phases[hist.TLSFull], pt.Phases[hist.TTFB] = enc(40), enc(1200), enc(450)
+	iv, err := IntervalFromProto(PointToProto(pt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[hist.Kind][]byte{hist.Latency: pt.Latency, hist.Service: pt.Service, hist.Lateness: pt.Lateness,
+		hist.Connect: pt.Phases[hist.Connect], hist.TLSFull: pt.Phases[hist.TLSFull], hist.TTFB: pt.Phases[hist.TTFB]}
+	for k := range hist.NumKinds {
+		if !bytes.Equal(iv.V2[k], want[k]) {
+			t.Errorf("kind %s: %d bytes, want %d", k, len(iv.V2[k]), len(want[k]))
+		}
+	}
+	bad := PointToProto(pt)
+	bad.Ttfb = []byte("not a histogram")
+	if _, err := IntervalFromProto(bad); err == nil || !strings.Contains(err.Error(), "ttfb") {
+		t.Errorf("a corrupt TTFB histogram: err %v, want one naming ttfb", err)
 	}
 }

@@ -1,8 +1,7 @@
 // Phalanx's HTML report: reads the data block (HTMLData, see README.md
-// beside this file) and draws its tables and uPlot charts. Views: "run"
-// (one run). A capacity search ("search") and a comparison ("compare")
-// get their own render functions in VIEWS; the blocks below (summary,
-// timeline, spectra, agents) are written to be reused by them.
+// beside this file) and draws its tables and uPlot charts. Views (VIEWS):
+// "run" (one run), "search" (a capacity search) and "compare" (an A/B
+// comparison); they share the formatting, histogram and chart blocks.
 (function () {
   'use strict';
   const T0 = performance.now();
@@ -365,9 +364,12 @@
         '. Drag across the chart to recompute the spectra below from that range’s interval histograms.'));
     const spHost = el('div', { class: 'chart', id: 'spectrum-chart' }), phHost = el('div', { class: 'chart', id: 'phases-chart' });
     const source = el('span', { id: 'spectrum-source' }), reset = el('button', { id: 'spectrum-reset', onclick: () => showWhole() }, 'whole window');
+    const iv = D.intervals, phaseCols = ['connect', 'tls_full', 'tls_resumed', 'ttfb'].filter((k) => iv[k]);
+    const phaseSource = el('span', { id: 'phases-source' });
     const spectra = section('spectra', 'Percentile spectrum', el('p', {}, source, ' ', reset), spHost,
-      el('p', { class: 'chart-note', id: 'spectrum-note' }), el('h3', {}, 'Phases'), phHost,
-      el('p', { class: 'chart-note' }, 'Phases are of the whole window (the result keeps no per-interval phase histograms).'));
+      el('p', { class: 'chart-note', id: 'spectrum-note' }), el('h3', {}, 'Phases'), el('p', {}, phaseSource), phHost,
+      el('p', { class: 'chart-note', id: 'phases-note' }, phaseCols.length ? 'A range selected in the timeline recomputes the phases too, from its intervals’ ' + phaseCols.join(', ') + ' histograms.'
+        : 'Phases are of the whole window (this result keeps no per-interval phase histograms).'));
 
     // Agents.
     const cpuHost = el('div', { class: 'chart', id: 'cpu-chart' }), rpsHost = el('div', { class: 'chart', id: 'agent-rps-chart' });
@@ -416,7 +418,9 @@
     const latHists = (h) => (open ? [h.latency, h.service, h.lateness] : [h.latency]);
     let su = spectrumChart('spectrum', spHost, latSeries, latHists(whole), latSLO);
     const phaseSeries = [usSeries('connect', COLORS[2]), usSeries('TLS full', COLORS[3]), usSeries('TLS resumed', COLORS[4]), usSeries('TTFB', COLORS[5])];
-    spectrumChart('phases', phHost, phaseSeries, [whole.connect, whole.tlsFull, whole.tlsResumed, whole.ttfb], sloLines(['connect', 'tls_full', 'tls_resumed', 'ttfb']));
+    const phaseSLO = sloLines(['connect', 'tls_full', 'tls_resumed', 'ttfb']);
+    const phaseHists = (h) => [h.connect, h.tlsFull, h.tlsResumed, h.ttfb];
+    let pu = spectrumChart('phases', phHost, phaseSeries, phaseHists(whole), phaseSLO);
     const cpuCols = (tl.cpu_busy || []).map((c) => c.map((v) => 100 * v));
     chart('cpu', cpuHost, {
       height: 220, tzDate, scales: { x: { time: true }, pct: { range: [0, 100] } },
@@ -431,18 +435,27 @@
       }, downsample(xs, tl.agent_requests.map(perS)));
     }
 
-    function setSpectrum(hs, text, note) {
+    const sum = (h) => (h && h.total ? { count: h.total, p50: quantile(h, 0.5), p99: quantile(h, 0.99), max: quantile(h, 1) } : null);
+    // setSpectrum redraws the spectra of h (the latency kinds, and the
+    // phases when ph is set: else they stay the whole window's).
+    function setSpectrum(h, text, note, ph, phText) {
+      const hs = latHists(h);
       su.destroy();
       su = spectrumChart('spectrum', spHost, latSeries, hs, latSLO);
       source.textContent = text;
       document.getElementById('spectrum-note').textContent = note;
-      const sum = (h) => (h && h.total ? { count: h.total, p50: quantile(h, 0.5), p99: quantile(h, 0.99), max: quantile(h, 1) } : null);
       P.spectrum = { source: text, latency: sum(hs[0]), service: sum(hs[1]), lateness: sum(hs[2]) };
+      if (ph) {
+        pu.destroy();
+        pu = spectrumChart('phases', phHost, phaseSeries, phaseHists(ph), phaseSLO);
+        phaseSource.textContent = phText;
+        P.phases = { source: phText, connect: sum(ph.connect), tlsFull: sum(ph.tlsFull), tlsResumed: sum(ph.tlsResumed), ttfb: sum(ph.ttfb) };
+      }
     }
     function showWhole() {
       tu.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-      setSpectrum(latHists(whole), 'Whole window: ' + fmtNum(whole.latency ? whole.latency.total : 0, 0) + ' responses.',
-        'Full precision (3 significant digits, 0.1 %).');
+      setSpectrum(whole, 'Whole window: ' + fmtNum(whole.latency ? whole.latency.total : 0, 0) + ' responses.',
+        'Full precision (3 significant digits, 0.1 %).', whole, 'Whole window.');
     }
     P.showWhole = showWhole;
     // Interval histograms are inflated after the first paint; a selection waits for them.
@@ -451,6 +464,9 @@
       const c = { latency: await intervalColumn(D.intervals.latency, D.intervals.count) };
       if (D.intervals.lateness) c.lateness = await intervalColumn(D.intervals.lateness, D.intervals.count);
       if (D.intervals.service_time) c.service = await intervalColumn(D.intervals.service_time, D.intervals.count);
+      for (const [k, name] of [['connect', 'connect'], ['tls_full', 'tlsFull'], ['tls_resumed', 'tlsResumed'], ['ttfb', 'ttfb']]) {
+        if (D.intervals[k]) c[name] = await intervalColumn(D.intervals[k], D.intervals.count);
+      }
       P.timing.intervalsMs = performance.now() - t;
       return c;
     })();
@@ -466,13 +482,20 @@
       const seq = ++selSeq, c = await cols2;
       if (seq !== selSeq) return null;
       const t = performance.now();
-      const h = { latency: c.latency.merge(i0, i1), lateness: c.lateness ? c.lateness.merge(i0, i1) : null, service: c.service ? c.service.merge(i0, i1) : null };
+      const m = (k) => (c[k] ? c[k].merge(i0, i1) : null);
+      const h = { latency: m('latency'), lateness: m('lateness'), service: m('service') };
       const reqs = tl.requests.slice(i0, i1 + 1).reduce((a, b) => a + b, 0);
-      setSpectrum(latHists(h), 'Selected ' + utc(xs[i0]) + ' to ' + utc(xs[i1] + tl.duration_s[i1]) + ': ' + (i1 - i0 + 1) + ' intervals, ' + fmtNum(h.latency.total, 0) + ' responses (' + fmtNum(reqs, 0) + ' requests counted).',
+      const range = utc(xs[i0]) + ' to ' + utc(xs[i1] + tl.duration_s[i1]) + ': ' + (i1 - i0 + 1) + ' intervals';
+      const ph = phaseCols.length ? { connect: m('connect'), tlsFull: m('tlsFull'), tlsResumed: m('tlsResumed'), ttfb: m('ttfb') } : null;
+      const conns = (tl.connections || []).slice(i0, i1 + 1).reduce((a, b) => a + b, 0);
+      setSpectrum(h, 'Selected ' + range + ', ' + fmtNum(h.latency.total, 0) + ' responses (' + fmtNum(reqs, 0) + ' requests counted).',
         'Merged from the range’s interval histograms at 2 significant digits (values within 0.78 %, exact below 256us)' +
-          (open && !c.service ? '; this result keeps no per-interval service time, so it is not drawn for a range.' : '.'));
+          (open && !c.service ? '; this result keeps no per-interval service time, so it is not drawn for a range.' : '.'),
+        ph, ph ? 'Selected ' + range + ', ' + fmtNum(ph.ttfb ? ph.ttfb.total : 0, 0) + ' TTFB samples, ' + fmtNum(ph.connect ? ph.connect.total : 0, 0) + ' connects' +
+          (tl.connections ? ' (' + fmtNum(conns, 0) + ' connections opened)' : '') + ', at 2 significant digits.' : null);
       P.timing.selectMs = performance.now() - t;
       P.spectrum.range = [i0, i1];
+      if (ph) P.phases.range = [i0, i1];
       return P.spectrum;
     }
     P.selectRange = selectRange;
@@ -526,7 +549,60 @@
     }, [xs, c.map((p) => p.p99_us || null), by('pass'), by('fail'), by('inconclusive'), c.map((p) => p.achieved_rps)]);
   }
 
-  const VIEWS = { run: renderRun, search: renderSearch };
+  // ---- the comparison view ----
+  // Baseline and candidate overlaid: the statistics table exactly as
+  // coordctl compare prints it, each side's runs, the latency timelines
+  // (each side's runs merged interval by interval) and the spectra (each
+  // side's runs' histograms merged).
+  function renderCompare() {
+    const C = D.compare, A = C.baseline, B = C.candidate;
+    const open = [...A.runs, ...B.runs].some((r) => r.mode === 'open');
+    document.getElementById('subtitle').textContent = A.label + ' (' + A.runs.length + ' run' + (A.runs.length === 1 ? '' : 's') + ') vs ' +
+      B.label + ' (' + B.runs.length + ' run' + (B.runs.length === 1 ? '' : 's') + ') · ' + C.method + ', α = ' + C.alpha.toFixed(2) + ', ' + fmtNum(100 * C.confidence, 0) + ' % CI';
+    const notes = (C.notes || []).map((n) => el('div', { class: 'notice' }, n));
+    const stats = section('stats', 'Statistics', table(C.header, C.rows.map((r) => r.cells.map((c, i) => el('td', { class: r.significant && i === 3 ? 'delta-sig' : '' }, c)))),
+      el('p', { class: 'chart-note' }, 'As coordctl compare prints it: the delta is ~ when not significant (p ≥ ' + C.alpha + '), ? when it has no meaning (a zero baseline).'));
+    const runRows = (side) => side.runs.map((r) => [side.label, r.run_id, el('td', { class: 'text' }, r.target), utc(Date.parse(r.started_at) / 1000), fmtSecs(r.duration_s), r.mode, fmtNum(r.rps), fmtUs(r.p99_us), fmtNum(r.errors, 0)]);
+    const runs = section('runs', 'Runs', table(['side', 'run', 'target', 'started', 'window', 'load', 'RPS', 'p99', 'errors'], [...runRows(A), ...runRows(B)]));
+    const tlHost = el('div', { class: 'chart', id: 'compare-timeline-chart' }), spHost = el('div', { class: 'chart', id: 'compare-spectrum-chart' }), phHost = el('div', { class: 'chart', id: 'compare-phases-chart' });
+    const n = Math.max(A.timeline.start_s.length, B.timeline.start_s.length);
+    const timeline = section('timeline', 'Latency over time', tlHost, el('p', { class: 'chart-note' }, 'Each side’s p50 and p99 per interval (its runs’ interval histograms merged by interval index; x: seconds from the window’s start) and its mean RPS' +
+      (n > DISPLAY_POINTS ? '; drawn at about ' + DISPLAY_POINTS + ' points each (LTTB)' : '') + '.'));
+    const spectra = section('spectra', 'Percentile spectra', spHost, el('p', { class: 'chart-note' }, 'Each side’s runs’ latency histograms merged (3 significant digits)' + (open ? '; service time from the actual send, dashed' : '') + '.'),
+      el('h3', {}, 'Phases'), phHost, el('p', { class: 'chart-note' }, 'Baseline solid, candidate dashed.'));
+    app.append(...notes, stats, runs, timeline, spectra);
+
+    const CA = COLORS[0], CB = COLORS[1];
+    // The x axis: interval offsets, the longer side's.
+    const xs = (A.timeline.start_s.length >= B.timeline.start_s.length ? A : B).timeline.start_s.slice();
+    const col = (side, k) => xs.map((_, i) => (i < side.timeline[k].length ? side.timeline[k][i] : null));
+    const nz = (c) => c.map(posOrNull);
+    const cols = [nz(col(A, 'p50_us')), nz(col(A, 'p99_us')), nz(col(B, 'p50_us')), nz(col(B, 'p99_us')), col(A, 'rps'), col(B, 'rps')];
+    chart('compareTimeline', tlHost, {
+      scales: { x: { time: false }, us: { distr: 3 }, rps: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] } },
+      axes: [{ label: 'seconds from the window’s start', values: (u, v) => v.map(fmtSecs) }, usAxis('latency'),
+        { scale: 'rps', side: 1, label: 'RPS', size: 70, grid: { show: false }, values: (u, vals) => vals.map((v) => fmtNum(v, 0)) }],
+      series: [{ label: 'offset', value: (u, v) => (v == null ? '-' : fmtSecs(v)) }, usSeries(A.label + ' p50', CA, { dash: [4, 3] }), usSeries(A.label + ' p99', CA),
+        usSeries(B.label + ' p50', CB, { dash: [4, 3] }), usSeries(B.label + ' p99', CB),
+        { label: A.label + ' RPS', scale: 'rps', stroke: CA, width: 1, dash: [1, 3], value: (u, v) => fmtNum(v, 1) },
+        { label: B.label + ' RPS', scale: 'rps', stroke: CB, width: 1, dash: [1, 3], value: (u, v) => fmtNum(v, 1) }],
+    }, downsample(xs, cols));
+    const sp = (side) => ({ latency: fromPairs(side.spectra.latency, 10), service: fromPairs(side.spectra.service_time, 10), connect: fromPairs(side.spectra.connect, 10),
+      tlsFull: fromPairs(side.spectra.tls_full, 10), tlsResumed: fromPairs(side.spectra.tls_resumed, 10), ttfb: fromPairs(side.spectra.ttfb, 10) });
+    const sa = sp(A), sb = sp(B);
+    const latSeries = [usSeries(A.label + ' latency', CA), usSeries(B.label + ' latency', CB)], latHs = [sa.latency, sb.latency];
+    if (open) {
+      latSeries.push(usSeries(A.label + ' service time', CA, { dash: [6, 4] }), usSeries(B.label + ' service time', CB, { dash: [6, 4] }));
+      latHs.push(sa.service, sb.service);
+    }
+    spectrumChart('compareSpectrum', spHost, latSeries, latHs, []);
+    const phases = [['connect', 'connect', COLORS[2]], ['tlsFull', 'TLS full', COLORS[3]], ['tlsResumed', 'TLS resumed', COLORS[4]], ['ttfb', 'TTFB', COLORS[5]]]
+      .filter(([k]) => sa[k] || sb[k]);
+    spectrumChart('comparePhases', phHost, phases.flatMap(([, label, c]) => [usSeries(A.label + ' ' + label, c), usSeries(B.label + ' ' + label, c, { dash: [6, 4] })]),
+      phases.flatMap(([k]) => [sa[k], sb[k]]), []);
+  }
+
+  const VIEWS = { run: renderRun, search: renderSearch, compare: renderCompare };
   try {
     const view = VIEWS[D.view];
     if (!view) throw new Error('this page cannot show a "' + D.view + '" view (data format ' + D.format + ')');

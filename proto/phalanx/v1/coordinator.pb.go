@@ -332,8 +332,13 @@ func (x *RunSummary) GetPartial() bool {
 
 // GetRunRequest names a stored run.
 type GetRunRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// for_report leaves out the intervals of a run that has a result: a
+	// report renders from the result alone, and a long run's intervals are
+	// as large as its result's timeline. A run without a result comes with
+	// its intervals either way.
+	ForReport     bool `protobuf:"varint,2,opt,name=for_report,json=forReport,proto3" json:"for_report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,6 +378,13 @@ func (x *GetRunRequest) GetRunId() string {
 		return x.RunId
 	}
 	return ""
+}
+
+func (x *GetRunRequest) GetForReport() bool {
+	if x != nil {
+		return x.ForReport
+	}
+	return false
 }
 
 // GetRunResponse is one stored run, whole.
@@ -2023,6 +2035,15 @@ type TimelinePoint struct {
 	// growth_refused is the interval's sends found late at the connection
 	// cap (Counters.growth_refused), summed over the agents.
 	GrowthRefused int64 `protobuf:"varint,21,opt,name=growth_refused,json=growthRefused,proto3" json:"growth_refused,omitempty"`
+	// connect, tls_full, tls_resumed and ttfb are the interval's phase
+	// histograms merged across agents (V2 compressed, us, the geometry of
+	// Histograms), for a range's phase spectra in the HTML report; each is
+	// empty when no agent measured that phase in the interval (connect and
+	// TLS: no connection opened).
+	Connect       []byte `protobuf:"bytes,22,opt,name=connect,proto3" json:"connect,omitempty"`
+	TlsFull       []byte `protobuf:"bytes,23,opt,name=tls_full,json=tlsFull,proto3" json:"tls_full,omitempty"`
+	TlsResumed    []byte `protobuf:"bytes,24,opt,name=tls_resumed,json=tlsResumed,proto3" json:"tls_resumed,omitempty"`
+	Ttfb          []byte `protobuf:"bytes,25,opt,name=ttfb,proto3" json:"ttfb,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2174,6 +2195,34 @@ func (x *TimelinePoint) GetGrowthRefused() int64 {
 		return x.GrowthRefused
 	}
 	return 0
+}
+
+func (x *TimelinePoint) GetConnect() []byte {
+	if x != nil {
+		return x.Connect
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetTlsFull() []byte {
+	if x != nil {
+		return x.TlsFull
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetTlsResumed() []byte {
+	if x != nil {
+		return x.TlsResumed
+	}
+	return nil
+}
+
+func (x *TimelinePoint) GetTtfb() []byte {
+	if x != nil {
+		return x.Ttfb
+	}
+	return nil
 }
 
 // StageResult is one stage's merged outcome.
@@ -2803,9 +2852,11 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06p99_us\x18\x06 \x01(\x03R\x05p99Us\x12\x1c\n" +
 	"\tintervals\x18\a \x01(\x05R\tintervals\x12+\n" +
 	"\x11thresholds_failed\x18\b \x03(\tR\x10thresholdsFailed\x12\x18\n" +
-	"\apartial\x18\t \x01(\bR\apartial\"&\n" +
+	"\apartial\x18\t \x01(\bR\apartial\"E\n" +
 	"\rGetRunRequest\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId\"9\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"for_report\x18\x02 \x01(\bR\tforReport\"9\n" +
 	"\x0eGetRunResponse\x12'\n" +
 	"\x03run\x18\x01 \x01(\v2\x15.phalanx.v1.StoredRunR\x03run\")\n" +
 	"\x10DeleteRunRequest\x12\x15\n" +
@@ -2922,7 +2973,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06metric\x18\a \x01(\tR\x06metric\x12\x1e\n" +
 	"\n" +
 	"percentile\x18\b \x01(\x01R\n" +
-	"percentile\"\xf7\x04\n" +
+	"percentile\"\xe1\x05\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -2941,7 +2992,12 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\fservice_time\x18\x12 \x01(\fR\vserviceTime\x12 \n" +
 	"\vconnections\x18\x13 \x01(\x03R\vconnections\x12+\n" +
 	"\x11agent_connections\x18\x14 \x03(\x03R\x10agentConnections\x12%\n" +
-	"\x0egrowth_refused\x18\x15 \x01(\x03R\rgrowthRefusedJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\x0egrowth_refused\x18\x15 \x01(\x03R\rgrowthRefused\x12\x18\n" +
+	"\aconnect\x18\x16 \x01(\fR\aconnect\x12\x19\n" +
+	"\btls_full\x18\x17 \x01(\fR\atlsFull\x12\x1f\n" +
+	"\vtls_resumed\x18\x18 \x01(\fR\n" +
+	"tlsResumed\x12\x12\n" +
+	"\x04ttfb\x18\x19 \x01(\fR\x04ttfbJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\x06p50_usR\x06p90_usR\x06p99_usR\x06max_us\"\xd1\x02\n" +
 	"\vStageResult\x12\x14\n" +
