@@ -151,18 +151,16 @@ func BenchmarkReportHTMLDay(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	r := dayRun(b, intervals)
 	st, err := store.Open(data)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Import(r); err != nil {
+	if err := st.Import(dayRun(b, intervals)); err != nil {
 		b.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	r = nil
 	fi, err := os.Stat(filepath.Join(data, store.FileName))
 	if err != nil {
 		b.Fatal(err)
