@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -202,7 +204,7 @@ func New(cfg Config) (*Coordinator, error) {
 	var st *store.Store
 	if cfg.DataDir != "" {
 		if st, err = store.Open(cfg.DataDir); err != nil {
-			return nil, fmt.Errorf("%w (give another --data-dir, or --data-dir '' to keep no runs)", err)
+			return nil, fmt.Errorf("%w (%s)", err, dataDirHint(cfg.DataDir, err))
 		}
 	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
@@ -449,4 +451,22 @@ func toStatus(err error) error {
 		return status.FromContextError(err).Err()
 	}
 	return status.Error(codes.Unknown, err.Error())
+}
+
+// dataDirHint says which flag to set when the run store in dir cannot be
+// opened: for a permission error (a user who is not root starting the
+// daemon with the default /var/lib/phalanx, which the systemd unit's
+// StateDirectory provides), a directory of the user's own, the XDG state
+// home's ($XDG_STATE_HOME/phalanx, else ~/.local/state/phalanx).
+func dataDirHint(dir string, err error) string {
+	if !errors.Is(err, fs.ErrPermission) {
+		return "give another --data-dir, or --data-dir '' to keep no runs"
+	}
+	own := "$HOME/.local/state/phalanx"
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		own = filepath.Join(d, "phalanx")
+	} else if home, herr := os.UserHomeDir(); herr == nil {
+		own = filepath.Join(home, ".local", "state", "phalanx")
+	}
+	return fmt.Sprintf("this user may not write %s: give a directory of its own, --data-dir %s, or --data-dir '' to keep no runs", dir, own)
 }
