@@ -383,3 +383,26 @@ func TestClosedLoopStagesActivateOnTime(t *testing.T) {
 	}
 	t.Logf("first requests at %v", got)
 }
+
+// TestRecordConnPhases: each new TCP connection records one connect and
+// one handshake sample; a QUIC connection, whose handshake is its
+// opening, records no connect (a regression recorded every TCP connect
+// twice).
+func TestRecordConnPhases(t *testing.T) {
+	r := newRecorder(1)
+	r.mu.Lock()
+	r.recordConn(0, &connInfo{connect: 100, tls: true, handshake: 900})
+	r.recordConn(0, &connInfo{connect: 120, tls: true, resumed: true, handshake: 300})
+	r.recordConn(0, &connInfo{quic: true, tls: true, handshake: 700, transport: "QUIC v1"})
+	r.mu.Unlock()
+	s := r.swap(newSlot())
+	if got := s.hists.Connect.Count(); got != 2 {
+		t.Errorf("connect samples %d, want 2 (the TCP connections only)", got)
+	}
+	if full, resumed := s.hists.TLSFull.Count(), s.hists.TLSResumed.Count(); full != 2 || resumed != 1 {
+		t.Errorf("handshake samples full %d, resumed %d, want 2 and 1", full, resumed)
+	}
+	if got := s.counts.ConnectionsOpened; got != 3 {
+		t.Errorf("connections opened %d, want 3", got)
+	}
+}

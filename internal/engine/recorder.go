@@ -132,7 +132,6 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 		if !ci.intended.IsZero() {
 			s.hists.HandshakeLatency.Record(max(ci.done.Sub(ci.intended), 0))
 		}
-		s.hists.Connect.RecordMicros(ci.connect)
 		if !ci.quic {
 			s.hists.Connect.RecordMicros(ci.connect)
 		}
