@@ -62,7 +62,7 @@ start_cluster B "${LIST[@]}"
 for name in A B; do
     co=${name}_COORD; n=${name}_N
     for _ in $(seq 100); do
-        live=$("$B/coordctl" --coordinator "${!co}" agents 2>/dev/null | awk 'NR>1 && $4=="idle"' | wc -l)
+        live=$("$B/coordctl" --coordinator "${!co}" agents 2>/dev/null | awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "STATE") c = i; next} c && $c == "idle"' | wc -l)
         [ "$live" = "${!n}" ] && break; sleep 0.2
     done
     [ "$live" = "${!n}" ] || { echo "pinning: cluster $name: $live of ${!n} agents idle" >&2; exit 1; }
