@@ -36,6 +36,7 @@ func (co *coordinatorFlags) dial() (pb.CoordinatorServiceClient, func(), error) 
 	addr := co.addr
 	explain := func(err error) error { return co.explain(notCoordinator(addr, err)) }
 	conn, err := grpc.NewClient(addr, creds,
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResultBytes)),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return explain(invoker(ctx, method, req, reply, cc, opts...))
 		}),
@@ -113,9 +114,10 @@ func (s explainingStream) RecvMsg(m any) error {
 	return s.explain(err)
 }
 
-// maxResultBytes bounds a RunPlan message coordctl accepts: a result holds
+// maxResultBytes bounds a message coordctl accepts from the coordinator
+// (every call: RunPlan, GetRun, ...): a result holds
 // a histogram per interval (and per agent with agent intervals), beyond
-// gRPC's default 4 MiB for a run of an hour or more.
+// gRPC's default 4 MiB after about half an hour of 1-s intervals.
 const maxResultBytes = 1 << 30
 
 // submit runs req's plan on the coordinator, showing progress and losses on view,
@@ -132,7 +134,7 @@ func submit(ctx context.Context, client pb.CoordinatorServiceClient, addr string
 	if rc == nil {
 		rc = &received{}
 	}
-	stream, err := client.RunPlan(ctx, req, grpc.MaxCallRecvMsgSize(maxResultBytes))
+	stream, err := client.RunPlan(ctx, req)
 	if err != nil {
 		return nil, &prefixedError{"coordinator " + addr + " unreachable", err}
 	}
