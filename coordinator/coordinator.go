@@ -234,10 +234,17 @@ func New(cfg Config) (*Coordinator, error) {
 		closeStore(st)
 		return nil, err
 	}
-	c.grpc = grpc.NewServer(serverOpts...)
+	c.grpc = grpc.NewServer(append(serverOpts, grpc.MaxRecvMsgSize(maxImportBytes))...)
 	pb.RegisterCoordinatorServiceServer(c.grpc, &service{c: c})
 	return c, nil
 }
+
+// maxImportBytes bounds a request the coordinator accepts: an ImportRun
+// carries a whole stored run, past gRPC's default 4 MiB after about a
+// quarter of an hour of 1-s intervals with their progress messages. Under
+// mTLS (Config.Security) only a client whose certificate the cluster's CA
+// signed gets to send one.
+const maxImportBytes = 1 << 30
 
 // GRPCAddr returns the bound gRPC address.
 func (c *Coordinator) GRPCAddr() string { return c.lis.Addr().String() }
