@@ -197,7 +197,18 @@ func TestCaseC10TimeoutAccounting(t *testing.T) {
 		// process and, on a loaded machine, its CPUs) was itself late by
 		// more than 1 % of the sends: then client-bound for that alone.
 		ownLate := len(r.ClientBoundReasons) == 1 && strings.HasSuffix(r.ClientBoundReasons[0], "by the agents' own scheduling")
-		if !r.ServerBound && !ownLate {
+		// Under the race detector the in-process agent's CPU figure is
+		// this whole process's (the test's TLS server's 64 handshakes
+		// included, several times slower with the detector): alone on a
+		// quiet machine it read 99-154 % of the agent's one CPU, and the
+		// verdict says client-bound for that. The server-bound verdict is
+		// judged without the detector (make test-cases, in CI).
+		raceBusy := c15RaceEnabled() && len(r.ClientBoundReasons) > 0 &&
+			!slices.ContainsFunc(r.ClientBoundReasons, func(s string) bool { return !strings.Contains(s, "'s CPUs were ") })
+		if raceBusy {
+			t.Logf("server-bound not judged under the race detector: client-bound %q (make test-cases judges it)", r.ClientBoundReasons)
+		}
+		if !r.ServerBound && !ownLate && !raceBusy {
 			t.Errorf("client-bound reasons %q, server-bound %v %q: want server-bound", r.ClientBoundReasons, r.ServerBound, r.ServerBoundReasons)
 		}
 		t.Logf("missed %d, backlogged %d, unsent %d; server-bound %v %q; client-bound %q", r.Missed, r.Backlogged, r.Unsent, r.ServerBound, r.ServerBoundReasons, r.ClientBoundReasons)
