@@ -214,8 +214,10 @@ compare --html).`,
 			if f.a == "" || f.b == "" {
 				return &usageError{errors.New("ab: give both --a URL and --b URL")}
 			}
-			if f.repeats < 1 {
-				return &usageError{errors.New("ab: --repeats: want at least 1")}
+			if f.repeats < 1 || (f.repeats > 1 && f.repeats < compare.MinRuns) {
+				// Refused before any run: the comparison would refuse
+				// them after (compare.ErrTooFew).
+				return &usageError{fmt.Errorf("ab: --repeats %d: want 1 (a bootstrap over intervals) or at least %d (Mann-Whitney U)", f.repeats, compare.MinRuns)}
 			}
 			pa, err := f.plan(f.a)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/target"
 	"github.com/phalanxload/phalanx/internal/target/targettest"
+	"github.com/phalanxload/phalanx/internal/tlsgen"
 )
 
 // testEnv is a target and an in-process cluster on loopback.
@@ -132,6 +133,14 @@ func TestUsageErrors(t *testing.T) {
 	badStage := filepath.Join(dir, "stage.yaml")
 	tlsHTTP := filepath.Join(dir, "tls.yaml")
 	badLoss := filepath.Join(dir, "loss.yaml")
+	bundle, err := tlsgen.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, bundle.CAPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, text := range map[string]string{
 		badLoss:      "url: https://127.0.0.1/\non_agent_loss: retry\n",
 		unknownField: "url: https://127.0.0.1/\nconnection: 5\n",
@@ -176,6 +185,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--json", "/nonexistent/dir/x.json", "https://127.0.0.1/"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},
 		{[]string{"demo", "--json", "/nonexistent/dir/x.json"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},
 		{[]string{"run", "--bogus", "https://127.0.0.1/"}, "unknown flag: --bogus"},
+		{[]string{"run", "--cacert", "main_test.go", "https://127.0.0.1/"}, "--cacert main_test.go: holds no PEM certificate"},
+		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--repeats", "2"}, "ab: --repeats 2: want 1 (a bootstrap over intervals) or at least 4"},
+		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--cacert", "main_test.go"}, "--cacert main_test.go: holds no PEM certificate"},
 		{[]string{"run"}, "run takes a URL, or a plan file and optionally a URL, got 0 arguments"},
 		{[]string{"run", "-c", "0", "https://127.0.0.1/"}, "connections 0: want at least 1"},
 		{[]string{"run", "-d", "soon", "https://127.0.0.1/"}, `-d/--duration "soon": want a duration such as 10s`},
@@ -189,7 +201,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-H", "NoColon", "https://127.0.0.1/"}, "want 'Name: value'"},
 		{[]string{"run", "--tls-min", "1.3", "--ciphers", "ECDHE-RSA-AES128-GCM-SHA256", "https://127.0.0.1/"}, "--ciphers ECDHE-RSA-AES128-GCM-SHA256: cipher suites do nothing when TLS 1.3 is the lowest version"},
 		{[]string{"run", "--tls-max", "1.2", "--curves", "X25519MLKEM768,X25519", "https://127.0.0.1/"}, "--curves X25519MLKEM768: X25519MLKEM768 is a TLS 1.3 group, never offered when TLS 1.2 is the highest version"},
-		{[]string{"run", "--insecure", "--cacert", "main_test.go", "https://127.0.0.1/"}, "--cacert: a CA does nothing when certificate verification is off"},
+		{[]string{"run", "--insecure", "--cacert", caFile, "https://127.0.0.1/"}, "--cacert: a CA does nothing when certificate verification is off"},
 		{[]string{"run", "--resolver", "127.0.0.1:53", "https://127.0.0.1/"}, `--resolver "127.0.0.1:53": nothing to resolve: the address dialled, 127.0.0.1, is an IP address`},
 		{[]string{"run", "--resolver", "127.0.0.1:53", "--connect-to", "127.0.0.1:443", "https://target.example/"}, "nothing to resolve"},
 		{[]string{"run", "--http2", "-m", "4", "--no-keepalive", "https://127.0.0.1/"}, "-m/--max-streams 4: concurrent streams do nothing with no_keepalive"},

@@ -30,6 +30,9 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 		if p.TLS.CAPEM, err = os.ReadFile(caFile); err != nil {
 			return fmt.Errorf("--cacert: %w", err)
 		}
+		if err := plan.CheckCABundle(p.TLS.CAPEM); err != nil {
+			return &usageError{fmt.Errorf("--cacert %s: %w", caFile, err)}
+		}
 		p.TLS.CAFile = caFile
 	}
 	return nil

@@ -341,6 +341,9 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 		if p.TLS.CAPEM, err = os.ReadFile(f.caFile); err != nil {
 			return p, fmt.Errorf("--cacert: %w", err)
 		}
+		if err := plan.CheckCABundle(p.TLS.CAPEM); err != nil {
+			return p, &usageError{fmt.Errorf("--cacert %s: %w", f.caFile, err)}
+		}
 		p.TLS.CAFile = f.caFile
 	}
 	if (f.certFile == "") != (f.keyFile == "") {

@@ -171,6 +171,11 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	if p.TLS.CAPEM, err = load("tls.ca_file", f.TLS.CAFile); err != nil {
 		return Plan{}, err
 	}
+	if f.TLS.CAFile != "" {
+		if err := CheckCABundle(p.TLS.CAPEM); err != nil {
+			return Plan{}, fmt.Errorf("tls.ca_file %s: %w", f.TLS.CAFile, err)
+		}
+	}
 	p.TLS.CAFile = f.TLS.CAFile
 	if p.TLS.CertPEM, err = load("tls.cert_file", f.TLS.CertFile); err != nil {
 		return Plan{}, err

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/tlsgen"
 )
 
 // TestExamplePlans parses and validates every plan in examples/plans, so
@@ -54,12 +56,22 @@ mix:
   - {url: "https://app.test:8443/a", weight: 3}
   - {method: POST, url: "https://app.test:8443/b", headers: ["Content-Type: text/plain"], body_file: body.txt}
 `
-	p, err := ParseFile([]byte(in), readFiles(map[string]string{"body.txt": "hello", "certs/ca.pem": "PEM"}))
+	ca, err := tlsgen.New("app.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(p.TLS.CAPEM) != "PEM" || p.TLS.CAFile != "certs/ca.pem" {
-		t.Errorf("ParseFile: tls.ca_file read %q, named %q; want PEM, named certs/ca.pem as written", p.TLS.CAPEM, p.TLS.CAFile)
+	files := map[string]string{"body.txt": "hello", "certs/ca.pem": string(ca.CAPEM)}
+	p, err := ParseFile([]byte(in), readFiles(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.TLS.CAPEM) != string(ca.CAPEM) || p.TLS.CAFile != "certs/ca.pem" {
+		t.Errorf("ParseFile: tls.ca_file read %q, named %q; want the CA's PEM, named certs/ca.pem as written", p.TLS.CAPEM, p.TLS.CAFile)
+	}
+	// A CA file without a PEM certificate is refused, named.
+	files["certs/ca.pem"] = "not a certificate"
+	if _, err := ParseFile([]byte(in), readFiles(files)); err == nil || !strings.Contains(err.Error(), "tls.ca_file certs/ca.pem: holds no PEM certificate") {
+		t.Errorf("ParseFile with a CA file of no PEM: %v, want tls.ca_file certs/ca.pem named", err)
 	}
 	if p.Rate != 1000 || p.Connections != 20 || p.Duration != 90*time.Second || p.Warmup != 5*time.Second || !p.NoKeepAlive ||
 		string(p.Body) != "hello" || !p.TLS.Resume || len(p.Stages) != 2 || p.Stages[1].Duration != time.Minute ||
