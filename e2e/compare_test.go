@@ -77,7 +77,13 @@ func TestABModelledServiceTimes(t *testing.T) {
 		}
 		us := float64(d / time.Microsecond)
 		diluted := 20 * us / m.Baseline // 20 % × D / (D + o)
-		if !m.Significant || m.Baseline < us || m.CILoPct > 20 || m.CIHiPct < diluted {
+		// Each p50 is an HdrHistogram value at 3 significant digits: a
+		// bucket 64 µs wide around 100-120 ms, within 0.064 % of the true
+		// value, so the delta of two is known to about 0.15 percentage
+		// point: a CI ending at +19.68 % against a diluted +19.69 % (a CI
+		// run) is not a miss.
+		const precision = 0.15
+		if !m.Significant || m.Baseline < us || m.CILoPct > 20+precision || m.CIHiPct < diluted-precision {
 			t.Errorf("p50 %+.2f%% [%+.2f%% .. %+.2f%%] p=%.3f: want significant with a CI that meets %+.2f%% .. +20 %%", m.DeltaPct, m.CILoPct, m.CIHiPct, m.P, diluted)
 		}
 		return
