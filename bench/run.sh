@@ -426,16 +426,31 @@ parse_ab() {
 
 row() { local IFS=$'\t'; echo "$*" >> "$TSV"; }
 
+# per_req_syscalls WHO BEFORE AFTER REQUESTS TAG: WHO's (agent or server:
+# the nginx worker or lighttpd) read and write system calls per completed
+# request between two `syscalls` readings (/proc/PID/io syscr, syscw; every
+# socket and file, the tool's whole run), into the log and the tool's raw
+# output, not the table: how many reads and writes one request of that
+# traffic costs (small, separate segments cost the server more calls).
+per_req_syscalls() {
+    awk -v who="$1" -v a="$2" -v b="$3" -v n="$4" 'BEGIN {split(a, x, " "); split(b, y, " ");
+        if (n > 0) printf "%s syscalls per request: %.3f reads, %.3f writes\n", who, (y[1] - x[1]) / n, (y[2] - x[2]) / n}' \
+        | tee -a "$RAW/$5.out" | while read -r l; do log "$5: $l"; done
+}
+
 # run_peer SCENARIO MODE RATE ROUND TOOL -- CMD...
 run_peer() {
     local scen=$1 mode=$2 rate=$3 round=$4 tool=$5; shift 6
     local tag=$scen.$mode.$round.peer rc=0 rps n e u s m cpu us rss w0 w1 t0 t1
     printf '%q ' taskset -c "$CLIENT_CPU" "$@" > "$RAW/$tag.cmd"; echo >> "$RAW/$tag.cmd"
     w0=$(ticks "$SRV_PID"); t0=$(now)
+    local sio0 sio1; sio0=$(syscalls "$SRV_PID")
     bounded "$RAW/$tag.out" /usr/bin/time -f '%U %S %M' -o "$RAW/$tag.time" \
         taskset -c "$CLIENT_CPU" "$@" || rc=$?
     t1=$(now); w1=$(ticks "$SRV_PID")
+    sio1=$(syscalls "$SRV_PID")
     read -r rps n e < <(parse_"$tool" "$RAW/$tag.out") || true
+    per_req_syscalls server "$sio0" "$sio1" "$n" "$tag"
     read -r u s m < <(tail -n1 "$RAW/$tag.time" 2>/dev/null) || true
     u=${u:-0}; s=${s:-0}; m=${m:-0}
     cpu=$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')
@@ -455,11 +470,11 @@ run_phalanx() {
     echo >> "$RAW/$tag.cmd"
     echo 5 > "/proc/$AGENT_PID/clear_refs"          # reset the agent's peak RSS (VmHWM)
     a0=$(ticks "$AGENT_PID"); c0=$(ticks "$COORD_PID"); w0=$(ticks "$SRV_PID"); t0=$(now)
-    local io0 io1; io0=$(syscalls "$AGENT_PID")
+    local io0 io1 sio0 sio1; io0=$(syscalls "$AGENT_PID"); sio0=$(syscalls "$SRV_PID")
     bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
         --cacert "$CA" --json "$json" "$url" || rc=$?
     t1=$(now); a1=$(ticks "$AGENT_PID"); c1=$(ticks "$COORD_PID"); w1=$(ticks "$SRV_PID")
-    io1=$(syscalls "$AGENT_PID")
+    io1=$(syscalls "$AGENT_PID"); sio1=$(syscalls "$SRV_PID")
     local hwm rps=0 n=0 e=0 note=- us rss cpu cpct hf=- hr=- cb=- missed=- sched=- ekinds=-
     hwm=$(hwm_kb "$AGENT_PID")
     if [ -s "$json" ] && jq -e . "$json" >/dev/null 2>&1; then
@@ -475,9 +490,8 @@ run_phalanx() {
     # The agent's read and write system calls per completed request
     # (/proc/PID/io syscr, syscw; every socket and file, the whole run): in
     # the log and the raw outputs, not the table.
-    awk -v a="$io0" -v b="$io1" -v n="$n" 'BEGIN {split(a, x, " "); split(b, y, " ");
-        if (n > 0) printf "agent syscalls per request: %.3f reads, %.3f writes\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n}' \
-        | tee -a "$RAW/$tag.out" | while read -r l; do log "$tag: $l"; done
+    per_req_syscalls agent "$io0" "$io1" "$n" "$tag"
+    per_req_syscalls server "$sio0" "$sio1" "$n" "$tag"
     cpu=$(awk -v a="$a0" -v b="$a1" -v t="$CLK_TCK" 'BEGIN {printf "%.2f", (b - a) / t}')
     us=$(awk -v c="$cpu" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", c * 1e6 / n; else print "-"}')
     rss=$(awk -v m="$hwm" 'BEGIN {printf "%.1f", m / 1024}')
