@@ -15,7 +15,8 @@ import (
 // (completed, errors and in flight at the window's end) are the requests
 // it handled, and the connections opened are the QUIC connections it
 // accepted, each a full TLS 1.3 handshake over QUIC v1 with ALPN h3. In
-// closed loop, open loop (-R) and at a connection rate (--cps).
+// closed loop, open loop (-R), with -m 4 request streams per connection
+// in both and in count mode (-n), and at a connection rate (--cps).
 func TestHTTP3CountsMatchServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -23,6 +24,9 @@ func TestHTTP3CountsMatchServer(t *testing.T) {
 	}{
 		{"closed", plan.Plan{Connections: 4, Duration: time.Second}},
 		{"open", plan.Plan{Connections: 2, MaxConnections: 8, Duration: time.Second, Load: plan.OpenLoop, Rate: 200}},
+		{"closed-m4", plan.Plan{Connections: 4, MaxStreams: 4, Duration: time.Second}},
+		{"open-m4", plan.Plan{Connections: 2, MaxStreams: 4, Duration: time.Second, Load: plan.OpenLoop, Rate: 200}},
+		{"count-m4", plan.Plan{Connections: 4, MaxStreams: 4, Requests: 400}},
 		{"cps", plan.Plan{Connections: 2, MaxConnections: 20, Duration: time.Second, Load: plan.OpenLoop, Rate: 50, ConnectionRate: true, RequestsPerConnection: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +49,12 @@ func TestHTTP3CountsMatchServer(t *testing.T) {
 			}
 			if !r.HTTP3 {
 				t.Errorf("the report does not say HTTP/3")
+			}
+			if tc.p.MaxStreams > 1 && r.ConnectionsOpened != int64(tc.p.Connections) {
+				t.Errorf("connections opened %d: want -c (%d), each carrying -m %d streams", r.ConnectionsOpened, tc.p.Connections, tc.p.MaxStreams)
+			}
+			if n := tc.p.Requests; n > 0 && (r.Requests != n || s.Requests.Load() != n) {
+				t.Errorf("requests %d, server handled %d: want the count, %d", r.Requests, s.Requests.Load(), n)
 			}
 			if cr := r.ConnectionRate; tc.p.ConnectionRate && (cr == nil || cr.Connections != s.Conns.Load()) {
 				t.Errorf("connection rate %+v: want the server's %d connections", cr, s.Conns.Load())

@@ -174,7 +174,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--cps", "100", "--http2", "https://127.0.0.1/"}, "HTTP/1.1 and HTTP/3 only"},
 		{[]string{"run", "--http3", "http://127.0.0.1/"}, "http3 runs over QUIC, which always uses TLS: want an https:// URL"},
 		{[]string{"run", "--http3", "--close", "rst", "https://127.0.0.1/"}, "--close rst: a QUIC connection has no TCP reset"},
-		{[]string{"run", "--http3", "-m", "4", "https://127.0.0.1/"}, "-m/--max-streams 4: http3 sends one request at a time per connection"},
+		{[]string{"run", "--http3", "--cps", "100", "-m", "4", "https://127.0.0.1/"}, "-m/--max-streams 4: a connection-rate connection sends its requests one after another"},
 		{[]string{"run", "--http2", "--http3", "https://127.0.0.1/"}, "--http2 and --http3: choose one"},
 		{[]string{"run", "--cps", "100", "--no-keepalive", "https://127.0.0.1/"}, "already opens a connection per ticket"},
 		{[]string{"run", "--resume-ratio", "1.5", "https://127.0.0.1/"}, "--resume-ratio 1.5: want a fraction from 0 to 1"},

@@ -219,7 +219,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "one request per connection: a TCP connect and TLS handshake per request (httpress without -k)")
 	fl.BoolVar(&f.http2, "http2", false, "HTTP/2: over TLS (ALPN h2), or h2c with prior knowledge on an http:// URL (as h2load)")
 	fl.BoolVar(&f.http3, "http3", false, "HTTP/3 over QUIC (UDP, TLS 1.3, ALPN h3), https:// only, one request at a time per connection; closed loop, -R and --cps")
-	fl.IntVarP(&f.maxStreams, "max-streams", "m", 1, "concurrent streams per HTTP/2 connection (h2load -m)")
+	fl.IntVarP(&f.maxStreams, "max-streams", "m", 1, "concurrent streams per HTTP/2 or HTTP/3 connection (h2load -m); not with --cps")
 	fl.StringVar(&f.host, "host", "", "Host header (and HTTP/2 :authority) to send instead of the URL's")
 	fl.StringVar(&f.connectTo, "connect-to", "", "dial HOST:PORT instead of the URL's host, keeping its name for Host and SNI")
 	fl.StringVar(&f.resolver, "resolver", "", "DNS server HOST:PORT to resolve the target with (default: the system's); each agent resolves once")

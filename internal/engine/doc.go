@@ -12,8 +12,9 @@
 //     HTTP/1.1 connection (conn.go; the response parser is internal/http1)
 //     or an HTTP/2 connection slot carrying up to MaxStreams stream slots
 //     (h2.go), which opens and reopens its connection, the h2session
-//     (h2session.go: framer, reader, flusher, flow control, GOAWAY). A new
-//     protocol (QUIC) is one more slot type.
+//     (h2session.go: framer, reader, flusher, flow control, GOAWAY), or
+//     an HTTP/3 connection over QUIC (h3.go) carrying up to MaxStreams
+//     stream slots (h3mux.go). A new protocol is one more slot type.
 //   - A pacer (pacer.go) decides when a slot sends, over the worker's pure
 //     schedule (schedule.go: the target over time, its integral and the
 //     integral's inverse). Closed loop: each active slot sends its next

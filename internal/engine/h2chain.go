@@ -76,12 +76,7 @@ func (sl *h2slot) pick(t0 time.Time) {
 	if sl.inWindow {
 		c.tally.issued.Add(1)
 	}
-	if c.w.counting {
-		sl.en = e.countEntry(c.w)
-	} else {
-		pos := c.pos.Add(1) - 1
-		sl.en = &e.entries[e.sched[pos%int64(len(e.sched))]]
-	}
+	sl.en = e.nextSharedEntry(c.w, &c.pos)
 	sl.deadline = t0.Add(e.plan.Timeout)
 	sl.o = outcome{start: t0, sent: t0, entry: sl.en.idx}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,11 +23,13 @@ import (
 
 // HTTP/3 client (plan.H3) on quic-go: each connection slot keeps one QUIC
 // connection (RFC 9000, version 1) on a UDP socket of its own, with TLS 1.3
-// inside QUIC (RFC 9001) and ALPN h3, and sends one request at a time on
-// it, as an HTTP/1.1 slot does on its TCP connection (closed loop, open
-// loop with growth, a connection per ticket with a connection rate). The
-// HTTP/3 framing and QPACK are quic-go's http3 package (a ClientConn per
-// connection, one request stream per request). quic-go's own goroutines
+// inside QUIC (RFC 9001) and ALPN h3, and sends requests on it from
+// MaxStreams stream slots at once (h3mux.go; one, as an HTTP/1.1 slot does
+// on its TCP connection, by default and with a connection rate): closed
+// loop, open loop with growth, a connection per ticket with a connection
+// rate. The HTTP/3 framing and QPACK are quic-go's http3 package (a
+// ClientConn per connection, safe for concurrent streams, one request
+// stream per request). quic-go's own goroutines
 // (the connection's run loop, the transport's reader, the control and
 // QPACK streams' readers) are its: they exit when the slot closes the
 // connection and its transport.
@@ -73,14 +76,21 @@ type h3session struct {
 	tr  *quic.Transport
 	qc  *quic.Conn
 	cc  *http3.ClientConn
+	// streams counts the slot's requests using the session, retired
+	// that it takes no new one (both guarded by its slot's mu; h3mux.go).
+	streams int
+	retired bool
+	once    sync.Once // close's
 }
 
 // close closes the connection with H3_NO_ERROR (RFC 9114 section 8.1), its
-// transport (joining its reader) and its socket.
+// transport (joining its reader) and its socket; later calls do nothing.
 func (s *h3session) close() {
-	_ = s.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
-	_ = s.tr.Close()
-	_ = s.udp.Close()
+	s.once.Do(func() {
+		_ = s.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+		_ = s.tr.Close()
+		_ = s.udp.Close()
+	})
 }
 
 // usable reports whether the connection is still open.
@@ -90,23 +100,32 @@ func (s *h3session) usable() bool { return s.qc.Context().Err() == nil }
 type h3conn struct {
 	e     *Engine
 	w     *worker
-	j     int    // index within the worker (stage targets activate slots in order)
-	pos   int    // next position in e.sched (outside count mode: countEntry)
-	alarm *alarm // the loop goroutine's
+	j     int          // index within the worker (stage targets activate slots in order)
+	pos   atomic.Int64 // next position in e.sched, shared by the slot's streams (outside count mode: countEntry)
+	alarm *alarm       // the loop goroutine's
 
-	mu     sync.Mutex // guards cur and closed against close()
-	cur    *h3session
-	closed bool
+	// mu guards what follows against close() and the slot's other
+	// stream slots (h3mux.go); cond signals a dial's end.
+	mu      sync.Mutex
+	cond    *sync.Cond
+	cur     *h3session
+	closed  bool
+	dialing bool
+	dropped bool // the last connection was lost: the next open is a reconnect
+	// retired are sessions out of use (lost, or left for a retry) whose
+	// streams are still open: the last one's release closes them.
+	retired []*h3session
 
 	tally tally
 
-	// Owned by the loop goroutine (and by Prepare's dial before it).
-	dropped bool   // the last connection was lost: the next open is a reconnect
-	buf     []byte // response bodies are read into it and dropped
+	buf []byte // the loop goroutine's: response bodies are read into it and dropped
 }
 
 func newH3Conn(e *Engine, w *worker, i, j int) *h3conn {
-	return &h3conn{e: e, w: w, j: j, pos: i % len(e.sched), alarm: newAlarm()}
+	c := &h3conn{e: e, w: w, j: j, alarm: newAlarm()}
+	c.pos.Store(int64(i % len(e.sched)))
+	c.cond = sync.NewCond(&c.mu)
+	return c
 }
 
 var _ rateConn = (*h3conn)(nil)
@@ -179,58 +198,22 @@ func (c *h3conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialErro
 	return ci, nil
 }
 
-// drop closes the current connection.
-func (c *h3conn) drop() {
-	c.mu.Lock()
-	s := c.cur
-	c.cur = nil
-	c.mu.Unlock()
-	if s != nil {
-		s.close()
-	}
-}
-
-// close closes the slot's connection and makes loop end soon.
-func (c *h3conn) close() {
-	c.mu.Lock()
-	c.closed = true
-	s := c.cur
-	c.cur = nil
-	c.mu.Unlock()
-	if s != nil {
-		s.close()
-	}
-}
-
-// connected reports whether the slot has a connection (loop goroutine).
-func (c *h3conn) connected() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur != nil
-}
-
-// fresh makes the slot's next open a new connection, not a reconnect: a
-// connection-rate ticket opens its own.
-func (c *h3conn) fresh() { c.dropped = false }
-
-// loop sends requests one at a time, as an HTTP/1.1 slot does
-// (serialLoop), then closes the connection.
-func (c *h3conn) loop() {
-	defer c.drop()
-	defer c.alarm.close()
-	serialLoop(c.e, c, c.j, c.alarm)
-}
-
-// nextEntry returns the request the slot sends next.
-func (c *h3conn) nextEntry() *entry { return c.e.nextEntry(c.w, &c.pos) }
-
 // do performs one request on a request stream of the slot's connection,
-// opening a connection first when there is none (its handshake is then
-// part of the latency, as over TCP). The latency and the timeout run from
-// t0. A request the server rejected unprocessed (H3_REQUEST_REJECTED,
-// RFC 9114 section 4.1.1) is sent once more, as a retry, on a new
-// connection; a second rejection is ErrRefused.
-func (c *h3conn) do(t0 time.Time, en *entry) outcome {
+// from the loop goroutine's stream slot (rateConn; h3stream's for the
+// others).
+func (c *h3conn) do(t0 time.Time, en *entry) outcome { return c.doOn(&c.buf, t0, en) }
+
+// doOn performs one request on a request stream of the slot's connection,
+// opening a connection first when there is none (session: its handshake
+// is then part of the latency, as over TCP), and follows its redirects
+// (plan.MaxRedirects, redirect.go), each hop one more request stream on
+// the slot's connection. The latency and the timeout run from t0, for the
+// whole exchange. A request the server rejected unprocessed
+// (H3_REQUEST_REJECTED, RFC 9114 section 4.1.1) is sent once more, as a
+// retry, on a new connection (the rejecting one takes no new stream and
+// closes when its last stream ends); a second rejection is ErrRefused.
+// buf is the calling stream slot's read buffer.
+func (c *h3conn) doOn(buf *[]byte, t0 time.Time, en *entry) outcome {
 	e := c.e
 	o := outcome{start: t0, sent: t0, entry: en.idx}
 	deadline := t0.Add(e.plan.Timeout)
@@ -241,72 +224,73 @@ func (c *h3conn) do(t0 time.Time, en *entry) outcome {
 			return o
 		}
 	}
+	var hopSizes sizes // the redirects' responses followed so far
 	for {
-		c.mu.Lock()
-		s := c.cur
-		c.mu.Unlock()
-		if s != nil && !s.usable() {
-			c.drop() // closed by the peer (its idle timeout, a close) while idle
-			c.dropped = true
-			s = nil
+		s, ci, derr := c.session()
+		if ci != nil {
+			o.addConn(ci) // the exchange's first, a retry's or a hop's
 		}
-		if s == nil {
-			reconnect := c.dropped && !e.plan.NoKeepAlive
-			c.dropped = false
-			ci, derr := c.dial(e.stopCtx, reconnect)
-			if derr != nil {
-				c.dropped = reconnect
-				o.end, o.failed, o.kind = time.Now(), true, derr.kind
-				return o
-			}
-			o.addConn(ci)
-			c.mu.Lock()
-			s = c.cur
-			c.mu.Unlock()
-			if s == nil { // closed meanwhile
-				o.end, o.failed, o.kind = time.Now(), true, measure.ErrClosed
-				return o
-			}
-		}
-		kind, err := c.roundTrip(s, en, deadline, &o)
-		if e.plan.NoKeepAlive {
-			c.drop()
-		}
-		if err == nil {
-			if o.end.After(deadline) {
-				o.failed, o.kind = true, measure.ErrTimeout // never a success above the timeout
-			}
+		if derr != nil {
+			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
-		if !s.usable() {
-			c.drop()
-			c.dropped = true
-		}
-		if kind == measure.ErrRefused && !o.retried && !e.isStopped() {
+		loc, kind, err := c.roundTrip(s, en, deadline, buf, &o)
+		retry := err != nil && kind == measure.ErrRefused && !o.retried && !e.isStopped()
+		// Without keep-alive, lost or left for a retry: no new stream on s.
+		c.release(s, e.plan.NoKeepAlive || retry || (err != nil && !s.usable()))
+		if retry {
 			o.retried = true
-			c.drop() // a new connection for the retry
-			c.dropped = true
 			continue
 		}
-		o.end, o.failed, o.kind = time.Now(), true, kind
+		if err != nil {
+			o.end, o.failed, o.kind = time.Now(), true, kind
+			return o
+		}
+		if o.end.After(deadline) {
+			o.failed, o.kind = true, measure.ErrTimeout // never a success above the timeout
+			return o
+		}
+		if loc != "" && e.plan.MaxRedirects > 0 && isRedirect(o.status) {
+			// A redirect to follow: its bytes are the exchange's, its
+			// next hop one more request stream.
+			hopSizes.addSizes(o.size)
+			next, ok := en.hop(e, o.status, []byte(loc), o.hops)
+			if !ok {
+				o.failed, o.kind = true, measure.ErrRedirect
+				return o
+			}
+			if e.isStopped() {
+				o.failed, o.kind = true, measure.ErrClosed
+				return o
+			}
+			o.hops++
+			en = next
+			continue
+		}
+		if o.hops > 0 {
+			hopSizes.addSizes(o.size)
+			o.size = hopSizes
+		}
 		return o
 	}
 }
 
 // roundTrip sends en on a new request stream of s and reads the response
-// whole, filling o's status, sizes, TTFB and end. The stream's deadline is
-// the request's. Errors come with their kind (classifyH3).
-func (c *h3conn) roundTrip(s *h3session, en *entry, deadline time.Time, o *outcome) (measure.ErrorKind, error) {
+// whole into *buf (allocated on first use), filling o's status, sizes,
+// TTFB and end. The stream's deadline is the request's. loc is the
+// response's Location, read only with plan.MaxRedirects > 0. Errors come
+// with their kind (classifyH3).
+func (c *h3conn) roundTrip(s *h3session, en *entry, deadline time.Time, buf *[]byte, o *outcome) (loc string, _ measure.ErrorKind, _ error) {
 	ctx, cancel := context.WithDeadline(c.e.stopCtx, deadline)
 	defer cancel()
 	str, err := s.cc.OpenRequestStream(ctx)
 	if err != nil {
-		return classifyH3(err, false, false), err
+		return "", classifyH3(err, false, false), err
 	}
 	_ = str.SetDeadline(deadline)
 	if err := str.SendRequestHeader(en.h3); err != nil {
 		str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
-		return classifyH3(err, false, false), err
+		return "", classifyH3(err, false, false), err
 	}
 	// The request's body and its end (FIN). A server may answer before
 	// reading them and stop the request stream with H3_NO_ERROR (RFC 9114
@@ -315,7 +299,7 @@ func (c *h3conn) roundTrip(s *h3session, en *entry, deadline time.Time, o *outco
 	if len(en.body) > 0 {
 		if _, err := str.Write(en.body); err != nil && !stoppedNoError(err) {
 			str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
-			return classifyH3(err, false, false), err
+			return "", classifyH3(err, false, false), err
 		}
 	}
 	_ = str.Close() // fails only on a stream already reset, which the read reports
@@ -324,36 +308,39 @@ func (c *h3conn) roundTrip(s *h3session, en *entry, deadline time.Time, o *outco
 	for range 6 { // interim responses (1xx) before the final one, at most 5 (quic-go's bound)
 		if resp, err = str.ReadResponse(); err != nil {
 			str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
-			return classifyH3(err, false, false), err
+			return "", classifyH3(err, false, false), err
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
 	}
 	first := time.Now()
-	if c.buf == nil {
-		c.buf = make([]byte, 32<<10)
+	if *buf == nil {
+		*buf = make([]byte, 32<<10)
 	}
 	var body int64
 	for {
-		n, err := resp.Body.Read(c.buf)
+		n, err := resp.Body.Read(*buf)
 		body += int64(n)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
-			return classifyH3(err, true, false), err
+			return "", classifyH3(err, true, false), err
 		}
 	}
 	o.end = time.Now()
 	if resp.StatusCode >= measure.MaxStatus || resp.StatusCode < 200 {
-		return measure.ErrProtocol, fmt.Errorf("http3: status %d", resp.StatusCode)
+		return "", measure.ErrProtocol, fmt.Errorf("http3: status %d", resp.StatusCode)
 	}
 	o.status = resp.StatusCode
 	o.ttfb = first.Sub(tw)
 	o.size = sizes{body: body, wire: body, fields: headerFieldBytes(resp.Header), enc: measure.EncodingOf(resp.Header.Get("Content-Encoding"))}
-	return 0, nil
+	if c.e.plan.MaxRedirects > 0 {
+		loc = resp.Header.Get("Location")
+	}
+	return loc, 0, nil
 }
 
 // stoppedNoError reports whether err is the server's STOP_SENDING with

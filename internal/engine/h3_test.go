@@ -114,10 +114,15 @@ func TestHTTP3OpenLoop(t *testing.T) {
 		Load: plan.OpenLoop, Rate: 200, TLS: plan.TLS{CAPEM: ca}}
 	total, res, _, late := runH3(t, p, 2)
 	checkH3Exact(t, s, total, res)
-	// Every ticket of the second is sent or counted unsent, and every
-	// send's lateness is recorded.
-	if got := res.Issued + total.Unsent; got != 200 {
-		t.Errorf("issued %d + unsent %d = %d, want the 200 tickets", res.Issued, total.Unsent, got)
+	checkOpenTickets(t, total, res, late, 200)
+}
+
+// checkOpenTickets checks that every one of an open-loop run's tickets was
+// sent or counted unsent, and that every send's lateness was recorded.
+func checkOpenTickets(t *testing.T, total measure.Counts, res Result, late, tickets int64) {
+	t.Helper()
+	if got := res.Issued + total.Unsent; got != tickets {
+		t.Errorf("issued %d + unsent %d = %d, want the %d tickets", res.Issued, total.Unsent, got, tickets)
 	}
 	if late != res.Issued-res.InFlight {
 		t.Errorf("%d lateness samples for %d requests ended in the window", late, res.Issued-res.InFlight)

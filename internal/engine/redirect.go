@@ -65,8 +65,11 @@ func (en *entry) hop(e *Engine, status int, loc []byte, hops int64) (*entry, boo
 	r := plan.Request{Method: method, Headers: en.headers, Body: body}
 	next := &entry{method: method, uri: t.RequestURI, headers: en.headers, body: body, idx: en.idx, head: method == "HEAD", target: t, isHop: true}
 	next.h1 = buildRequest(e.plan, t, r)
-	if e.plan.Protocol == plan.H2 {
+	switch e.plan.Protocol {
+	case plan.H2:
 		next.h2 = buildH2Fields(t, r)
+	case plan.H3:
+		next.h3 = buildH3Request(t, r)
 	}
 	return next, true
 }

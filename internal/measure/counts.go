@@ -53,7 +53,7 @@ type Counts struct {
 	// or reset before any response byte).
 	Retries int64
 	// Redirects counts the redirect hops followed (the plan's
-	// MaxRedirects): each is one more request (an HTTP/2 stream) the server received beyond
+	// MaxRedirects): each is one more request (an HTTP/2 or HTTP/3 stream) the server received beyond
 	// the exchange's first, so the server's access log holds Requests +
 	// Redirects + the failed exchanges it answered. An exchange is counted
 	// once, in Requests (its final response) or Errors, whatever its hops.

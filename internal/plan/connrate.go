@@ -39,6 +39,9 @@ func (p *Plan) validateConnectionRate() []error {
 	if p.Protocol == H2 {
 		bad("cps", "set", "a connection rate runs HTTP/1.1 and HTTP/3 only (HTTP/2 connection rates are not built yet)")
 	}
+	if p.MaxStreams > 1 {
+		bad("max_streams", fmt.Sprint(p.MaxStreams), "a connection-rate connection sends its requests one after another (requests_per_connection): leave max_streams at 1")
+	}
 	if p.NoKeepAlive {
 		bad("keepalive", "false", "a connection-rate plan already opens a connection per ticket: set requests_per_connection instead")
 	}

@@ -8,8 +8,8 @@ import (
 
 // validateHTTP3 checks a plan of protocol H3 (HTTP/3 over QUIC, RFC 9114
 // and RFC 9000) against what QUIC allows and what the engine's HTTP/3
-// client does: https only (QUIC always carries TLS 1.3, RFC 9001), one
-// request at a time per connection, no TCP options.
+// client does: https only (QUIC always carries TLS 1.3, RFC 9001), no TCP
+// options.
 func (p *Plan) validateHTTP3(t Target, parsed bool) []error {
 	if p.Protocol != H3 {
 		return nil
@@ -20,9 +20,6 @@ func (p *Plan) validateHTTP3(t Target, parsed bool) []error {
 	}
 	if parsed && !t.TLS {
 		bad("url", fmt.Sprintf("%q", redactURL(p.URL)), "http3 runs over QUIC, which always uses TLS: want an https:// URL")
-	}
-	if p.MaxStreams > 1 {
-		bad("max_streams", fmt.Sprint(p.MaxStreams), "http3 sends one request at a time per connection (concurrent QUIC streams are not built yet)")
 	}
 	if v, ok := TLSVersion(p.TLS.MaxVersion); p.TLS.MaxVersion != "" && ok && v < tls.VersionTLS13 {
 		bad("tls.max_version", p.TLS.MaxVersion, "QUIC uses TLS 1.3 only (RFC 9001 section 4.2): leave it unset or 1.3")
@@ -35,9 +32,6 @@ func (p *Plan) validateHTTP3(t Target, parsed bool) []error {
 	}
 	if p.CloseReset {
 		bad("close", "rst", "a QUIC connection has no TCP reset and leaves no TIME_WAIT: use the default (fin), which closes with CONNECTION_CLOSE")
-	}
-	if p.MaxRedirects > 0 {
-		bad("max_redirects", fmt.Sprint(p.MaxRedirects), "redirects are followed over HTTP/1.1 and HTTP/2 only (not built for http3 yet)")
 	}
 	return errs
 }

@@ -63,10 +63,12 @@ type Plan struct {
 	// to MaxStreams concurrent streams per connection: over TLS negotiated
 	// by ALPN h2; on an http:// URL h2c with prior knowledge, RFC 9113
 	// section 3.3, as h2load does) or H3 (HTTP/3 over QUIC, https only,
-	// one request at a time per connection).
+	// up to MaxStreams request streams at once per connection).
 	Protocol Protocol
-	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection.
-	// Default 1. The server's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
+	// MaxStreams is h2load's -m: concurrent streams per HTTP/2 connection
+	// (the server's SETTINGS_MAX_CONCURRENT_STREAMS caps it) or per HTTP/3
+	// connection (the server's QUIC stream limit makes the rest wait).
+	// Default 1; above 1 not with H1, NoKeepAlive or ConnectionRate.
 	MaxStreams int
 	// ConnectTo is a host:port to dial instead of the URL's, keeping the
 	// URL's name for Host and SNI (h2load's and curl's --connect-to).
@@ -118,7 +120,7 @@ type Plan struct {
 	// 302, 303, 307 or 308 with a Location on the same origin (scheme, host
 	// and port of the request's URL) is followed on the same connection
 	// slot, 303 (and 301/302 of a POST) as GET without a body, as browsers
-	// and curl -L do (HTTP/1.1 and HTTP/2); the exchange is timed once, from the first request's
+	// and curl -L do (HTTP/1.1, HTTP/2 and HTTP/3); the exchange is timed once, from the first request's
 	// start to the final response's last byte. 0, the default, takes a 3xx
 	// as the response, as wrk does.
 	MaxRedirects int
