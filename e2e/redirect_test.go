@@ -9,23 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/h3test"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // redirectServer is an HTTPS test server whose paths redirect: /a to /b
 // (one hop), /s0 to /s1 to /s2 (relative, absolute, 307) to /s3 (three
 // hops), /loop1 and /loop2 to each other, /away to another origin; the
-// rest answer 200. It counts the requests of each path.
+// rest answer 200. It counts the requests of each path. It speaks HTTP/1.1,
+// HTTP/2 (ALPN h2) or, for plan.H3, HTTP/3 (internal/h3test).
 type redirectServer struct {
-	*httptest.Server
+	URL  string // https://127.0.0.1:PORT
 	mu   sync.Mutex
 	hits map[string]int64
 }
 
-func startRedirectServer(t *testing.T, h2 bool) *redirectServer {
+func startRedirectServer(t *testing.T, proto plan.Protocol) *redirectServer {
 	t.Helper()
 	s := &redirectServer{hits: map[string]int64{}}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.Path]++
 		s.mu.Unlock()
@@ -47,11 +49,17 @@ func startRedirectServer(t *testing.T, h2 bool) *redirectServer {
 		default:
 			_, _ = w.Write([]byte("ok"))
 		}
-	}))
-	s.EnableHTTP2 = h2
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{testCA(t).Cert}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
+	})
+	if proto == plan.H3 {
+		s.URL = h3test.Start(t, testCA(t).Cert, h).URL
+		return s
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = proto == plan.H2
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{testCA(t).Cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
 	return s
 }
 
@@ -71,9 +79,9 @@ func (s *redirectServer) counts() (map[string]int64, int64) {
 // requests + redirects is the server's count, path by path); a loop ends
 // in the redirect error kind after N hops, promptly; a Location on another
 // origin is the redirect error, never sent; and with 0 a 3xx is the
-// response, as wrk; over HTTP/1.1 and HTTP/2.
+// response, as wrk; over HTTP/1.1, HTTP/2 and HTTP/3.
 func TestRedirects(t *testing.T) {
-	for _, proto := range []plan.Protocol{plan.H1, plan.H2} {
+	for _, proto := range []plan.Protocol{plan.H1, plan.H2, plan.H3} {
 		t.Run(proto.String(), func(t *testing.T) { testRedirects(t, proto) })
 	}
 }
@@ -95,7 +103,7 @@ func testRedirects(t *testing.T, proto plan.Protocol) {
 		{"not_followed", "/a", 0, "302", 0, 0, map[string]int64{"/a": n}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := startRedirectServer(t, proto == plan.H2)
+			srv := startRedirectServer(t, proto)
 			run := runCase(t, plan.Plan{URL: srv.URL + c.path, Connections: 4, Requests: n, MaxRedirects: c.max, Protocol: proto}, 1, 2)
 			r := run.Report
 			hits, total := srv.counts()
