@@ -13,8 +13,9 @@ import (
 // BenchmarkH3VsH2CPU prints the process CPU per request (client and
 // in-process server together, µs) of closed-loop HTTP/3 (quic-go's client
 // and server) beside HTTP/2 (the engine's client, net/http's server over
-// TLS), each on 1 connection with 1 request at a time, b.N GETs of an
-// 11-byte body in count mode, and the wall time per request. Figures only:
+// TLS), each on 1 connection with 1 request at a time and with 4 (-m 4:
+// request streams), b.N GETs of an 11-byte body in count mode, and the
+// wall time per request. Figures only:
 // the servers differ (quic-go's http3 against net/http's HTTP/2), so the
 // ratio is of the two stacks as a whole on loopback, not of the clients
 // alone. Run with -benchtime=20000x -count=N, the two interleaved.
@@ -32,6 +33,8 @@ func BenchmarkH3VsH2CPU(b *testing.B) {
 	}{
 		{"h3", plan.Plan{URL: h3.URL + "/", Protocol: plan.H3}},
 		{"h2", plan.Plan{URL: ts.URL + "/", Protocol: plan.H2}},
+		{"h3-m4", plan.Plan{URL: h3.URL + "/", Protocol: plan.H3, MaxStreams: 4}},
+		{"h2-m4", plan.Plan{URL: ts.URL + "/", Protocol: plan.H2, MaxStreams: 4}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := tc.p
