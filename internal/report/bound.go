@@ -37,17 +37,23 @@ const LatenessLimit = time.Millisecond
 // or not, is one send: its first request, or its handshake alone with
 // --requests-per-connection 0): those opened, those that failed to open
 // (every error with no request per connection; else the connect, tls,
-// ports and local errors) and those never started.
+// ports and local errors) and those never started. With requests per
+// connection, a ticket's first request is issued when its connection
+// starts, so a start that never opened (a handshake the server held until
+// a timeout or the window's end) is still counted: the starts are at
+// least Issued less the follow-up requests, which are at most K − 1 per
+// opened connection.
 func (r *Report) scheduled() int64 {
 	cr := r.ConnectionRate
 	if cr == nil {
 		return r.Issued + r.Unsent
 	}
-	failed := r.ErrorTotal()
-	if cr.RequestsPerConnection > 0 {
-		failed = r.Errors["connect"] + r.Errors["tls"] + r.Errors["ports"] + r.Errors["local"]
+	if cr.RequestsPerConnection == 0 {
+		return cr.Connections + r.ErrorTotal() + r.Unsent
 	}
-	return cr.Connections + failed + r.Unsent
+	failed := r.Errors["connect"] + r.Errors["tls"] + r.Errors["ports"] + r.Errors["local"]
+	starts := max(cr.Connections+failed, r.Issued-int64(cr.RequestsPerConnection-1)*cr.Connections)
+	return starts + r.Unsent
 }
 
 // flagBound names what limited the run: the client (ClientBound, each

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/report"
@@ -157,5 +160,32 @@ func TestConnectionRateBound(t *testing.T) {
 		if r.ClientBound != c.bound || c.bound && !strings.Contains(strings.Join(r.ClientBoundReasons, "|"), want) {
 			t.Errorf("missed %d: client-bound %v %q; want %v, %q", c.missed, r.ClientBound, r.ClientBoundReasons, c.bound, want)
 		}
+	}
+}
+
+// TestConnectionRateServerBoundHeldStarts: a connection rate whose 20
+// starts the server held in their handshakes until the window's end (no
+// connection opened; each ticket's first request issued and in flight)
+// and 20 more never started is judged against the 40 starts scheduled,
+// the 20 never started said apart; the trial read "20 of 20".
+func TestConnectionRateServerBoundHeldStarts(t *testing.T) {
+	res := openResult(t, 40)
+	res.Agents[0].CpuTime = durationpb.New(200 * time.Millisecond)
+	res.Plan.ConnectionRate, res.Plan.RequestsPerConnection = true, 1
+	res.Counters.Requests, res.Counters.Status, res.Counters.Errors = 0, nil, nil
+	res.Counters.Issued, res.InFlight, res.Counters.ConnectionsOpened = 20, 20, 0
+	res.Counters.Missed, res.Counters.Backlogged, res.Counters.Unsent = 20, 20, 20
+	hl := hist.New()
+	res.Histograms.Latency, res.Histograms.OkLatency = hl.EncodeV2(), hl.EncodeV2()
+	for _, pt := range res.Timeline {
+		pt.Requests, pt.Latency = 0, hl.EncodeV2()
+	}
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "20 of 40 scheduled connection starts (50.0 %) found every connection busy (20 unsent)"
+	if !r.ServerBound || len(r.ServerBoundReasons) != 1 || !strings.HasPrefix(r.ServerBoundReasons[0], want) {
+		t.Errorf("server-bound %v %q, want a reason starting %q", r.ServerBound, r.ServerBoundReasons, want)
 	}
 }
