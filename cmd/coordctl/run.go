@@ -321,6 +321,11 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	if !fromFile && p.Requests > 0 && !set("duration") {
 		p.Duration = 0
 	}
+	// -d 0 would be taken for "not given" and run the 10 s default; with
+	// a request count it keeps count mode's meaning (no time bound).
+	if set("duration") && f.duration == 0 && p.Requests <= 0 {
+		return p, &usageError{fmt.Errorf("-d/--duration 0s: want more than 0, e.g. 10s or 1m (0 means no time bound only with -n/--requests)")}
+	}
 	for _, h := range f.headers {
 		hd, ok := plan.ParseHeader(h)
 		if !ok {

@@ -163,3 +163,24 @@ func TestRunPlanAgainstURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRunZeroDuration: -d 0s is refused before any run (it ran the 10 s
+// default), the flag named, alone and over a plan file; with -n it keeps
+// count mode's meaning and gets past the flags (to the coordinator, which
+// is not there).
+func TestRunZeroDuration(t *testing.T) {
+	planFile := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(planFile, []byte("url: https://127.0.0.1/\nduration: 5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "-d", "0s", "https://127.0.0.1/"}, {"run", "-d", "0", planFile}} {
+		code, _, stderr := runCLI(args...)
+		if want := "-d/--duration 0s: want more than 0"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("coordctl %v: exit %d, stderr %q; want exit 2 and %q", args, code, stderr, want)
+		}
+	}
+	code, _, stderr := runCLI("--coordinator", "127.0.0.1:1", "run", "-n", "10", "-d", "0s", "https://127.0.0.1/")
+	if code == 2 || strings.Contains(stderr, "--duration") {
+		t.Errorf("coordctl run -n 10 -d 0s: exit %d, stderr %q; want it past the flags", code, stderr)
+	}
+}

@@ -19,30 +19,30 @@ import (
 // durations ("10s", "1m30s") or bare seconds; files are read relative to the
 // plan file. Unknown fields are errors.
 type File struct {
-	URL            string       `yaml:"url"`
-	Method         string       `yaml:"method"`
-	Headers        []string     `yaml:"headers"` // "Name: value"
-	BodyFile       string       `yaml:"body_file"`
-	Connections    int          `yaml:"connections"`
-	Duration       fileDuration `yaml:"duration"`
-	Requests       int64        `yaml:"requests"`
-	Rate           int64        `yaml:"rate"`
-	MaxConnections int          `yaml:"max_connections"`
-	Warmup         fileDuration `yaml:"warmup"`
-	Timeout        fileDuration `yaml:"timeout"`
-	Interval       fileDuration `yaml:"interval"`
-	Agents         int          `yaml:"agents"`
-	KeepAlive      *bool        `yaml:"keepalive"`
-	HTTP2          bool         `yaml:"http2"`
-	HTTP3          bool         `yaml:"http3"`
-	MaxStreams     int          `yaml:"max_streams"`
-	MaxRedirects   int          `yaml:"max_redirects"`
-	ConnectTo      string       `yaml:"connect_to"`
-	Resolver       string       `yaml:"resolver"`
-	TLS            fileTLS      `yaml:"tls"`
-	Stages         []fileStage  `yaml:"stages"`
-	Mix            []fileReq    `yaml:"mix"`
-	OnAgentLoss    string       `yaml:"on_agent_loss"` // "abort" (default) or "continue"
+	URL            string        `yaml:"url"`
+	Method         string        `yaml:"method"`
+	Headers        []string      `yaml:"headers"` // "Name: value"
+	BodyFile       string        `yaml:"body_file"`
+	Connections    int           `yaml:"connections"`
+	Duration       *fileDuration `yaml:"duration"` // nil: not given
+	Requests       int64         `yaml:"requests"`
+	Rate           int64         `yaml:"rate"`
+	MaxConnections int           `yaml:"max_connections"`
+	Warmup         fileDuration  `yaml:"warmup"`
+	Timeout        fileDuration  `yaml:"timeout"`
+	Interval       fileDuration  `yaml:"interval"`
+	Agents         int           `yaml:"agents"`
+	KeepAlive      *bool         `yaml:"keepalive"`
+	HTTP2          bool          `yaml:"http2"`
+	HTTP3          bool          `yaml:"http3"`
+	MaxStreams     int           `yaml:"max_streams"`
+	MaxRedirects   int           `yaml:"max_redirects"`
+	ConnectTo      string        `yaml:"connect_to"`
+	Resolver       string        `yaml:"resolver"`
+	TLS            fileTLS       `yaml:"tls"`
+	Stages         []fileStage   `yaml:"stages"`
+	Mix            []fileReq     `yaml:"mix"`
+	OnAgentLoss    string        `yaml:"on_agent_loss"` // "abort" (default) or "continue"
 	// The connection-rate keys (fileConnRate): cps replaces rate.
 	CPS                   int64    `yaml:"cps"`
 	RequestsPerConnection *int     `yaml:"requests_per_connection"`
@@ -124,7 +124,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 		return Plan{}, decodeError(err)
 	}
 	p := Plan{
-		URL: f.URL, Method: f.Method, Connections: f.Connections, Duration: time.Duration(f.Duration),
+		URL: f.URL, Method: f.Method, Connections: f.Connections,
 		Requests: f.Requests, Rate: f.Rate, MaxConnections: f.MaxConnections, Warmup: time.Duration(f.Warmup),
 		Timeout: time.Duration(f.Timeout), Interval: time.Duration(f.Interval), Agents: f.Agents,
 		MaxStreams: f.MaxStreams, MaxRedirects: f.MaxRedirects, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
@@ -132,6 +132,15 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 			Insecure: f.TLS.Insecure, ServerName: f.TLS.SNI, MinVersion: f.TLS.MinVersion, MaxVersion: f.TLS.MaxVersion,
 			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume,
 		},
+	}
+	if f.Duration != nil {
+		// duration: 0 without a request count would be taken for "not
+		// given" and run the 10 s default: a zero-length run is never
+		// what was meant. With requests, 0 is count mode's "no time bound".
+		if *f.Duration == 0 && f.Requests <= 0 {
+			return Plan{}, &FieldError{Field: "duration", Value: "0s", Allowed: "want more than 0, e.g. 10s or 1m (0 means no time bound only with requests)"}
+		}
+		p.Duration = time.Duration(*f.Duration)
 	}
 	switch {
 	case f.HTTP2 && f.HTTP3:

@@ -92,6 +92,8 @@ func TestParseFileErrors(t *testing.T) {
 		{"tls: 5", "line 1: cannot unmarshal !!int `5` into a mapping"},
 		{"", "empty plan"},
 		{"duration: soon", `"soon": want a duration such as 10s`},
+		{"url: https://x/\nduration: 0s", `duration = 0s: want more than 0`},
+		{"url: https://x/\nduration: 0", `duration = 0s: want more than 0`},
 		{"headers: [nocolon]", `headers[0] = "nocolon": want 'Name: value'`},
 		{"body_file: missing.txt", "body_file: open missing.txt"},
 		{"url: [", "line 1: did not find expected node content"},
@@ -213,5 +215,17 @@ func TestParseFileScalars(t *testing.T) {
 	p, err := ParseFile([]byte("url: https://127.0.0.1/\nconnections: 2.0\nrate: 1e3\nhttp2: yes\nduration: 30\n"), nil)
 	if err != nil || p.Connections != 2 || p.Rate != 1000 || p.Protocol != H2 || p.Duration != 30*time.Second {
 		t.Errorf("ParseFile of whole floats, yes and bare seconds = %+v, %v", p, err)
+	}
+}
+
+// TestParseFileZeroDurationCountMode: with a request count, duration 0
+// keeps its meaning (no time bound: the count alone ends the run).
+func TestParseFileZeroDurationCountMode(t *testing.T) {
+	p, err := ParseFile([]byte("url: https://x/\nrequests: 100\nduration: 0s\n"), readFiles(nil))
+	if err != nil || p.Duration != 0 || p.Requests != 100 {
+		t.Fatalf("ParseFile = %+v, %v; want requests 100, duration 0", p, err)
+	}
+	if p.SetDefaults(); p.Duration != 0 {
+		t.Errorf("after SetDefaults duration %v, want 0 (count mode)", p.Duration)
 	}
 }
