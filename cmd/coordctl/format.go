@@ -48,8 +48,15 @@ func (s *summary) accepted(agents int) {
 	if s.format != formatText || s.header || agents <= 0 {
 		return
 	}
-	s.header = report.WriteHeader(s.w, report.Header{Target: s.p.URL, Duration: s.p.Duration, Requests: s.p.Requests,
-		Agents: agents, Connections: int64(s.p.Connections)}) == nil
+	h := report.Header{Target: s.p.URL, Duration: s.p.Duration, Requests: s.p.Requests,
+		Agents: agents, Connections: int64(s.p.Connections)}
+	if s.p.ConnectionRate {
+		h.ConnectionRate, h.MaxOpen = true, int64(s.p.MaxConnections)
+		if len(s.p.Stages) == 0 {
+			h.CPS = float64(s.p.Rate)
+		}
+	}
+	s.header = report.WriteHeader(s.w, h) == nil
 }
 
 // write prints rep in the summary's format (the text without the header

@@ -129,7 +129,7 @@ func Build(r *Run) (*Report, error) {
 		rep.Close = "rst"
 	}
 	if r.ConnectionRate {
-		cr := &ConnectionRate{TargetCPS: rep.TargetRPS, Connections: c.ConnectionsOpened, RequestsPerConnection: r.RequestsPerConnection}
+		cr := &ConnectionRate{TargetCPS: rep.TargetRPS, Connections: c.ConnectionsOpened, RequestsPerConnection: r.RequestsPerConnection, MaxOpen: r.MaxOpen}
 		if window > 0 {
 			cr.CPS = float64(cr.Connections) / window
 		}

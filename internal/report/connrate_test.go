@@ -19,7 +19,7 @@ import (
 // no requests/s target; its timeline, each interval's and agent's rate.
 func TestConnectionRateReported(t *testing.T) {
 	res := openResult(t, 40)
-	res.Plan.ConnectionRate, res.Plan.RequestsPerConnection = true, 2
+	res.Plan.ConnectionRate, res.Plan.RequestsPerConnection, res.Plan.MaxConnections = true, 2, 64
 	res.Counters.ConnectionsOpened = 990
 	for _, pt := range res.Timeline {
 		pt.Connections, pt.AgentConnections = 495, []int64{300, 195}
@@ -40,12 +40,13 @@ func TestConnectionRateReported(t *testing.T) {
 	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"connection rate at 500 connections/sec target; 2 requests per connection", "Conn rate:    Target 500.00 connections/sec, achieved"} {
+	// The header's bound is --max-open's, not -c's "N connections".
+	for _, want := range []string{"agents, target 500.00 connections/sec, at most 64 connections open at once (--max-open)\n", "connection rate at 500 connections/sec target; 2 requests per connection", "Conn rate:    Target 500.00 connections/sec, achieved"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
 	}
-	if strings.Contains(text.String(), "requests/sec target") {
+	if strings.Contains(text.String(), "requests/sec target") || strings.Contains(text.String(), " agents and ") {
 		t.Errorf("text shows a requests/s target:\n%s", text.String())
 	}
 }
@@ -187,5 +188,26 @@ func TestConnectionRateServerBoundHeldStarts(t *testing.T) {
 	want := "20 of 40 scheduled connection starts (50.0 %) found every connection busy (20 unsent)"
 	if !r.ServerBound || len(r.ServerBoundReasons) != 1 || !strings.HasPrefix(r.ServerBoundReasons[0], want) {
 		t.Errorf("server-bound %v %q, want a reason starting %q", r.ServerBound, r.ServerBoundReasons, want)
+	}
+}
+
+// TestConnectionRateHeader: the header printed when a --cps run starts
+// names the connection rate and the --max-open bound, never -c's count.
+func TestConnectionRateHeader(t *testing.T) {
+	for _, c := range []struct {
+		h    report.Header
+		want string
+	}{
+		{report.Header{Target: "https://x/", Duration: 10 * time.Second, Agents: 2, Connections: 10, ConnectionRate: true, CPS: 500, MaxOpen: 500},
+			"Running 10s test @ https://x/\n  2 agents, target 500.00 connections/sec, at most 500 connections open at once (--max-open)\n"},
+		{report.Header{Target: "https://x/", Duration: 10 * time.Second, Agents: 1, Connections: 10, ConnectionRate: true},
+			"Running 10s test @ https://x/\n  1 agent, a staged connection rate (connections/sec), no bound on connections open at once\n"},
+		{report.Header{Target: "https://x/", Duration: 10 * time.Second, Agents: 1, Connections: 10},
+			"Running 10s test @ https://x/\n  1 agent and 10 connections\n"},
+	} {
+		var b strings.Builder
+		if err := report.WriteHeader(&b, c.h); err != nil || b.String() != c.want {
+			t.Errorf("WriteHeader(%+v) = %q, %v; want %q", c.h, b.String(), err, c.want)
+		}
 	}
 }

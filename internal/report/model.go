@@ -23,6 +23,9 @@ type Run struct {
 	// handshake only).
 	ConnectionRate        bool
 	RequestsPerConnection int
+	// MaxOpen is a connection-rate plan's cap on connections open at once
+	// (--max-open; 0 otherwise).
+	MaxOpen int64
 	// CloseReset is set when connections closed with a TCP reset
 	// (--close rst).
 	CloseReset bool
@@ -644,4 +647,8 @@ type ConnectionRate struct {
 	// RequestsPerConnection is what each connection sent before it
 	// closed (0: the handshake only).
 	RequestsPerConnection int `json:"requests_per_connection"`
+	// MaxOpen is the cap on connections open at once across the cluster
+	// (--max-open, or its default); 0 when unknown (a run stored before
+	// it was reported).
+	MaxOpen int64 `json:"max_open,omitempty"`
 }

@@ -33,6 +33,13 @@ type Header struct {
 	Requests    int64
 	Agents      int
 	Connections int64
+	// ConnectionRate is set for a connection-rate run (--cps), whose
+	// bound is not Connections but MaxOpen (--max-open: connections open
+	// at once); CPS is its target in connections/s across the cluster (0
+	// with stages: the header then says the rate is staged).
+	ConnectionRate bool
+	CPS            float64
+	MaxOpen        int64
 }
 
 // WriteHeader writes h as the report's first two lines (wrk's layout).
@@ -50,7 +57,19 @@ func (p *printer) header(h Header) {
 	} else {
 		p.f("Running %s test @ %s\n", fmtWindow(h.Duration.Seconds()), h.Target)
 	}
-	p.f("  %s and %s\n", plural(int64(h.Agents), "agent"), plural(h.Connections, "connection"))
+	if !h.ConnectionRate {
+		p.f("  %s and %s\n", plural(int64(h.Agents), "agent"), plural(h.Connections, "connection"))
+		return
+	}
+	rate := fmt.Sprintf("target %.2f connections/sec", h.CPS)
+	if h.CPS == 0 {
+		rate = "a staged connection rate (connections/sec)"
+	}
+	bound := "no bound on connections open at once"
+	if h.MaxOpen > 0 {
+		bound = fmt.Sprintf("at most %s open at once (--max-open)", plural(h.MaxOpen, "connection"))
+	}
+	p.f("  %s, %s, %s\n", plural(int64(h.Agents), "agent"), rate, bound)
 }
 
 // WriteText writes r in wrk's layout (wrk 4.1 with --latency: its labels,
@@ -65,8 +84,12 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		if window == 0 && r.PlanRequests == 0 {
 			window = r.DurationS
 		}
-		p.header(Header{Target: r.Target, Duration: time.Duration(window * float64(time.Second)), Requests: r.PlanRequests,
-			Agents: r.AgentCount, Connections: r.Connections})
+		h := Header{Target: r.Target, Duration: time.Duration(window * float64(time.Second)), Requests: r.PlanRequests,
+			Agents: r.AgentCount, Connections: r.Connections}
+		if cr := r.ConnectionRate; cr != nil {
+			h.ConnectionRate, h.CPS, h.MaxOpen = true, cr.TargetCPS, cr.MaxOpen
+		}
+		p.header(h)
 	}
 	r.writeWarnings(p) // right after the header, whether it is printed here or was at the start
 	if r.StoppedEarly {

@@ -34,6 +34,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 	run := &report.Run{
 		ID: r.GetRunId(), Target: p.URL, Load: p.Load, ConnectionRate: p.ConnectionRate, RequestsPerConnection: p.RequestsPerConnection, ResumeRatio: p.TLS.ResumeRatio, CloseReset: p.CloseReset,
 		Connections: int64(p.Connections), PlanDuration: p.Duration, PlanRequests: p.Requests,
+		MaxOpen:   maxOpen(p),
 		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),
 		Partial: r.GetPartial(), Aborted: r.GetAborted(), OnAgentLoss: p.OnAgentLoss.String(), CoordinatorStall: r.GetCoordinatorStall().AsDuration(),
 		Histograms: hs, Counts: counts, InFlight: r.GetInFlight(), StartSkew: r.GetStartSkew().AsDuration(),
@@ -173,4 +174,13 @@ func ReportFromResult(r *pb.RunResult) (*report.Report, error) {
 		return nil, err
 	}
 	return report.Build(run)
+}
+
+// maxOpen is a connection-rate plan's cap on connections open at once
+// (report.Run.MaxOpen), 0 for any other plan.
+func maxOpen(p plan.Plan) int64 {
+	if !p.ConnectionRate {
+		return 0
+	}
+	return int64(p.MaxConnections)
 }
