@@ -56,6 +56,17 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 	if set("resume-ratio") {
 		p.TLS.Resume, p.TLS.ResumeRatio = true, f.resumeRatio
 	}
+	// A rate flag over a plan file whose stages ramp the rate would set
+	// only the starting rate (the stages keep their own targets): refused.
+	for _, n := range []string{"cps", "rate"} {
+		if set(n) && rateStages(p) {
+			field := "rate"
+			if p.ConnectionRate {
+				field = "cps"
+			}
+			return fmt.Errorf("%s over the plan file's stages, which ramp %s to their own targets: the flag would change only the starting rate; edit the stages' %s or drop the flag", name(n), field, field)
+		}
+	}
 	if set("max-open") && set("max-connections") {
 		return fmt.Errorf("--max-open and --max-connections: choose one (--max-open is the connection-rate name)")
 	}
@@ -91,4 +102,15 @@ func (f *connRateFlags) apply(cmd *cobra.Command, p *plan.Plan) error {
 		p.MaxConnections = f.maxOpen
 	}
 	return nil
+}
+
+// rateStages reports whether p's stages ramp a rate (requests/s, or
+// connections/s in a connection rate), not connections.
+func rateStages(p *plan.Plan) bool {
+	for _, st := range p.Stages {
+		if st.Rate > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -60,10 +60,13 @@ func TestConnectionRatePlanFileErrors(t *testing.T) {
 	cps := filepath.Join(dir, "cps.yaml")
 	rate := filepath.Join(dir, "rate.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
+	cpsStages, rateStages := filepath.Join(dir, "cps-stages.yaml"), filepath.Join(dir, "rate-stages.yaml")
 	for name, text := range map[string]string{
-		cps:  "url: https://127.0.0.1/\ncps: 100\n",
-		rate: "url: https://127.0.0.1/\nrate: 100\n",
-		bad:  "url: https://127.0.0.1/\ncps: 100\nrequests_per_connection: -2\n",
+		cps:        "url: https://127.0.0.1/\ncps: 100\n",
+		rate:       "url: https://127.0.0.1/\nrate: 100\n",
+		bad:        "url: https://127.0.0.1/\ncps: 100\nrequests_per_connection: -2\n",
+		cpsStages:  "url: https://127.0.0.1/\ncps: 100\nstages:\n  - {duration: 2s, cps: 200}\n",
+		rateStages: "url: https://127.0.0.1/\nrate: 100\nstages:\n  - {duration: 2s, rate: 200}\n",
 	} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -77,6 +80,11 @@ func TestConnectionRatePlanFileErrors(t *testing.T) {
 		{[]string{"run", cps, "-R", "50"}, "-R/--rate: the plan file sets cps (new connections/s): give --cps to change the rate"},
 		{[]string{"run", cps, "--max-open", "5", "--max-connections", "5"}, "--max-open and --max-connections: choose one"},
 		{[]string{"run", cps, "--requests-per-connection", "-1"}, "--requests-per-connection -1: want 0 (the handshake only) or more"},
+		// A rate flag over stages that ramp the rate would move only the
+		// starting rate: refused, whichever the flag and the stages' rate.
+		{[]string{"run", cpsStages, "--cps", "500"}, "--cps over the plan file's stages, which ramp cps to their own targets: the flag would change only the starting rate; edit the stages' cps or drop the flag"},
+		{[]string{"run", rateStages, "-R", "500"}, "-R/--rate over the plan file's stages, which ramp rate to their own targets"},
+		{[]string{"run", rateStages, "--cps", "500"}, "--cps over the plan file's stages"},
 		{[]string{"run", bad}, bad + ": plan: requests_per_connection = -2: want 0 (the handshake only) or more"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
