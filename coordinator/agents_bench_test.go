@@ -184,16 +184,7 @@ func coordinatorAgents(b *testing.B, n int) {
 		}
 	}
 	addrs := stubProcesses(b, n)
-	c, err := New(Config{Name: "bench-coordinator", GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
-		PrepareTimeout: 5 * time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = c.Run(ctx) })
-	defer wg.Wait()
-	defer cancel()
+	c, ctx := runningCoordinator(b, "bench-coordinator", 5*time.Minute)
 	metas := make([]*pb.NodeMeta, n)
 	for i := range metas {
 		metas[i] = &pb.NodeMeta{Role: pb.Role_ROLE_AGENT, Name: fmt.Sprintf("agent-%05d", i), GrpcAddr: addrs[i], Cpus: 1}
@@ -259,6 +250,26 @@ func coordinatorAgents(b *testing.B, n int) {
 	b.ReportMetric(float64(heapEnd-heap0)/float64(n), "heap-KiB/agent")
 	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)-1].Microseconds())/1000, "lag-max-ms")
+}
+
+// runningCoordinator starts a coordinator on loopback ports (logs
+// discarded) running until the test ends, and returns it and the context
+// its runs live on.
+func runningCoordinator(tb testing.TB, name string, prepareTimeout time.Duration) (*Coordinator, context.Context) {
+	tb.Helper()
+	c, err := New(Config{Name: name, GRPCAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0",
+		PrepareTimeout: prepareTimeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Run(ctx) })
+	tb.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return c, ctx
 }
 
 // processCPU returns the process's user + system CPU time so far.

@@ -70,8 +70,11 @@ type Config struct {
 	// every agent is ready, on top of the largest agent RTT. Default
 	// 100 ms; zero or negative means the default.
 	StartDelay time.Duration
-	// PrepareTimeout bounds the wait for every agent to be ready (all
-	// connections open). Default 30 s; zero or negative means the default.
+	// PrepareTimeout is the fixed part of the deadline for every agent to
+	// be ready (clock samples, share accepted, all connections open): a
+	// run adds 5 ms per agent and 1 ms per connection of its largest share
+	// (prepareBudget), so 10,000 agents get 80 s by default. Default 30 s
+	// (the daemon's --prepare-timeout); zero or negative means the default.
 	PrepareTimeout time.Duration
 	// ClockSamples is the number of clock samples taken per agent. Default
 	// 8; zero or negative means the default.

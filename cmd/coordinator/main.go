@@ -77,6 +77,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.Name, "name", cfg.Name, "unique member name in the cluster's gossip (default: coordinator-HOSTNAME)")
 	f.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "encrypt gossip with the keys in this file: base64 AES-256 keys (coordctl keygen), one per line, the first primary; rewritten by coordctl keyring; mode 0600; needed on a non-loopback --gossip-addr (default: plaintext gossip; env PHALANX_GOSSIP_KEY_FILE)")
 	f.StringVar(&cfg.ClusterLabel, "cluster-label", cfg.ClusterLabel, "cluster label: members with another label never merge with this one (env PHALANX_CLUSTER_LABEL)")
+	f.DurationVar(&cfg.PrepareTimeout, "prepare-timeout", cfg.PrepareTimeout, "fixed part of a run's deadline for its agents to be ready (clock samples, shares accepted, connections open); each run adds 5ms per agent and 1ms per connection of its largest share")
 	f.BoolVar(&local, "local", !cfg.LAN, "use memberlist's local-network timings (faster failure detection, for one host)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics on HOST:PORT/metrics (off by default); with --tls-* over mutual TLS (a client certificate of the CA), else plain HTTP, on loopback only unless --insecure-cluster")
