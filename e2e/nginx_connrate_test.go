@@ -159,8 +159,10 @@ func TestNginxResumeRatioMatchesLog(t *testing.T) {
 	if share := float64(reused) / float64(len(lines)); math.Abs(share-0.7) > 0.02 {
 		t.Errorf("nginx resumed %.3f of the handshakes, want 0.70 ± 0.02", share)
 	}
-	if h.ResumeRatioOffered != 0.7 || math.Abs(h.ResumeRatioAchieved-float64(reused)/float64(len(lines))) > 1e-12 {
-		t.Errorf("ratios: offered %v, achieved %v", h.ResumeRatioOffered, h.ResumeRatioAchieved)
+	n := float64(h.Full + h.Resumed)
+	if h.ResumeRatioPlanned != 0.7 || h.ResumeRatioOffered == nil || *h.ResumeRatioOffered != float64(h.Offered)/n || h.Offered != h.Resumed+h.Refused ||
+		math.Abs(h.ResumeRatioAchieved-float64(reused)/float64(len(lines))) > 1e-12 {
+		t.Errorf("ratios: planned %v, offered %v (%d), achieved %v", h.ResumeRatioPlanned, h.ResumeRatioOffered, h.Offered, h.ResumeRatioAchieved)
 	}
 }
 

@@ -401,6 +401,9 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	if cut != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "coordctl:", cut)
 	}
+	if p.TLS.ResumeRatio > 0 && p.Load == plan.ClosedLoop && !p.NoKeepAlive {
+		fmt.Fprintf(cmd.ErrOrStderr(), "coordctl: warning: --resume-ratio %g on keep-alive connections: a session is offered only when a connection opens again (a reconnect), so the ratio applies to few or no handshakes; add --no-keepalive or use --cps\n", p.TLS.ResumeRatio)
+	}
 	return p, nil
 }
 

@@ -184,3 +184,18 @@ func TestRunZeroDuration(t *testing.T) {
 		t.Errorf("coordctl run -n 10 -d 0s: exit %d, stderr %q; want it past the flags", code, stderr)
 	}
 }
+
+// TestRunResumeRatioKeepAliveWarning: --resume-ratio on a keep-alive
+// closed loop warns on stderr before the run (only reconnects can
+// resume); with --no-keepalive it does not.
+func TestRunResumeRatioKeepAliveWarning(t *testing.T) {
+	want := "warning: --resume-ratio 0.5 on keep-alive connections"
+	_, _, stderr := runCLI("--coordinator", "127.0.0.1:1", "run", "--resume-ratio", "0.5", "-d", "1s", "https://127.0.0.1/")
+	if !strings.Contains(stderr, want) {
+		t.Errorf("keep-alive: stderr %q, want %q", stderr, want)
+	}
+	_, _, stderr = runCLI("--coordinator", "127.0.0.1:1", "run", "--resume-ratio", "0.5", "--no-keepalive", "-d", "1s", "https://127.0.0.1/")
+	if strings.Contains(stderr, "warning: --resume-ratio") {
+		t.Errorf("--no-keepalive: stderr %q warns", stderr)
+	}
+}

@@ -305,11 +305,20 @@ func tlsCounts(m map[string]int64) TLSCounts {
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // handshakes counts c's TLS handshakes by what happened, with the resumed
-// share and the plan's offered ratio.
-func handshakes(c *measure.Counts, offered float64) Handshakes {
-	h := Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed, Refused: c.HandshakesRefused, ResumeRatioOffered: offered}
-	if n := h.Full + h.Resumed; n > 0 {
+// share, the plan's ratio (planned) and the share that offered a session.
+func handshakes(c *measure.Counts, planned float64) Handshakes {
+	h := Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed, Refused: c.HandshakesRefused, ResumeRatioPlanned: planned}
+	h.Offered = h.Resumed + h.Refused
+	n := h.Full + h.Resumed
+	if n > 0 {
 		h.ResumeRatioAchieved = float64(h.Resumed) / float64(n)
+	}
+	if planned > 0 {
+		offered := 0.0
+		if n > 0 {
+			offered = float64(h.Offered) / float64(n)
+		}
+		h.ResumeRatioOffered = &offered
 	}
 	return h
 }

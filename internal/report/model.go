@@ -548,10 +548,17 @@ type Handshakes struct {
 	// Refused counts the full handshakes (among Full) that offered a
 	// cached session the server did not resume.
 	Refused int64 `json:"refused"`
-	// ResumeRatioOffered is the plan's --resume-ratio (omitted without
-	// one); ResumeRatioAchieved the resumed share of all handshakes.
-	ResumeRatioOffered  float64 `json:"resume_ratio_offered,omitempty"`
-	ResumeRatioAchieved float64 `json:"resume_ratio_achieved"`
+	// Offered counts the handshakes that offered a cached session (omitted when 0)
+	// (Resumed + Refused).
+	Offered int64 `json:"offered,omitempty"`
+	// ResumeRatioPlanned is the plan's --resume-ratio (omitted without
+	// one); ResumeRatioOffered the share of all handshakes that actually
+	// offered a session (Offered over Full + Resumed; set with a planned
+	// ratio, 0 included: a keep-alive closed loop offers none, having no
+	// reconnect); ResumeRatioAchieved the resumed share of all handshakes.
+	ResumeRatioPlanned  float64  `json:"resume_ratio_planned,omitempty"`
+	ResumeRatioOffered  *float64 `json:"resume_ratio_offered,omitempty"`
+	ResumeRatioAchieved float64  `json:"resume_ratio_achieved"`
 }
 
 // TLSCounts counts connections by negotiated TLS parameter.

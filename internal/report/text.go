@@ -210,8 +210,9 @@ func (r *Report) writeCluster(p *printer) {
 		if h.Refused > 0 {
 			p.f(", %d offered but refused", h.Refused)
 		}
-		if h.ResumeRatioOffered > 0 {
-			p.f(" (resumed %.1f %%, %.0f %% offered)", 100*h.ResumeRatioAchieved, 100*h.ResumeRatioOffered)
+		if h.ResumeRatioPlanned > 0 {
+			p.f(" (resumed %.1f %%; offered a session %d of %d, %.1f %%, against --resume-ratio %g)", 100*h.ResumeRatioAchieved,
+				h.Offered, h.Full+h.Resumed, 100*deref(h.ResumeRatioOffered), h.ResumeRatioPlanned)
 		}
 	}
 	if r.Retries > 0 {

@@ -8,7 +8,7 @@ import (
 
 // Warnings returns what a reader must know before trusting the report's
 // figures, one sentence each, for the top of the text report (after its
-// header). Two today: every completed response had a status outside
+// header). Three today: every completed response had a status outside
 // 200-399 (a wrong path or host answering 404, a server refusing with 403
 // or 503), so the latency and RPS measure error pages, not the service;
 // and no request completed at all, only errors (wrk prints both kinds of
@@ -17,7 +17,9 @@ import (
 // those errors are all truncated or protocol ones on an http:// URL sent
 // as HTTP/1.1, the server may be one that speaks only HTTP/2 over clear
 // text (h2c prior knowledge, RFC 9113 section 3.3), and the warning says
-// to try --http2.
+// to try --http2. And a --resume-ratio that reached under half the
+// handshakes it planned to (a keep-alive closed loop offers a session only
+// on a reconnect).
 func (r *Report) Warnings() []string {
 	var out []string
 	if n := r.ErrorTotal(); r.Requests == 0 && n > 0 {
@@ -31,7 +33,19 @@ func (r *Report) Warnings() []string {
 		out = append(out, fmt.Sprintf("every response (%d) had a status outside 200-399 (%s): the figures below measure error responses; check the URL, the Host header and the server",
 			r.Requests, statusList(r.Status)))
 	}
+	if h := r.Handshakes; h.ResumeRatioPlanned > 0 && h.Full+h.Resumed > 0 && float64(h.Offered) < h.ResumeRatioPlanned*float64(h.Full+h.Resumed)/2 {
+		out = append(out, fmt.Sprintf("--resume-ratio %g: only %d of %s offered a session: a session is offered only by a connection opened after one was cached, so with keep-alive connections only reconnects can resume and the ratio applies to few or no handshakes (use --no-keepalive or --cps; TLS 1.3 caches a session only once a response was read)",
+			h.ResumeRatioPlanned, h.Offered, plural(h.Full+h.Resumed, "handshake")))
+	}
 	return out
+}
+
+// deref is *f, 0 for nil.
+func deref(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
 }
 
 // statusList writes status (or error kind) counts as "404 ×120, 503 ×3",
