@@ -21,7 +21,7 @@ type formatFlags struct {
 
 // register adds the flags to fl.
 func (f *formatFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.hgrm, "hgrm", "", "write HdrHistogram percentile distributions (.hgrm, ms) as PREFIX-latency.hgrm, and for open loop PREFIX-service_time.hgrm and PREFIX-lateness.hgrm, and the phases PREFIX-connect, -tls_full, -tls_resumed, -ttfb.hgrm")
+	fl.StringVar(&f.hgrm, "hgrm", "", "write HdrHistogram percentile distributions (.hgrm, ms) as PREFIX-latency.hgrm, and for open loop PREFIX-service_time.hgrm and PREFIX-lateness.hgrm, and the phases PREFIX-connect, -tls_full, -tls_resumed, -ttfb.hgrm (with --cps also -handshake_latency.hgrm)")
 	fl.StringVar(&f.hlog, "hlog", "", "write the latency timeline as an HdrHistogram interval log (format 1.3) to this file: per interval a merged line and one line per agent (Tag=NAME)")
 	fl.StringVar(&f.csv, "csv", "", "write the timeline as CSV to this file, one row per interval")
 	fl.BoolVar(&f.csvPerAgent, "csv-per-agent", false, "with --csv: also one row per agent per interval (agent column; 'all' is the merged row)")

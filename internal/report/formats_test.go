@@ -135,6 +135,28 @@ func TestHgrmFiles(t *testing.T) {
 	if got, want := names(open), []string{"latency", "service_time", "lateness", "connect", "tls_full", "tls_resumed", "ttfb"}; !slices.Equal(got, want) {
 		t.Errorf("open loop: %q, want %q", got, want)
 	}
+	// A connection rate's handshake latency, as in the text and JSON.
+	res := openResult(t, 40)
+	res.Plan.ConnectionRate, res.Plan.RequestsPerConnection = true, 1
+	hl := hist.New()
+	for v := int64(1); v <= 50; v++ {
+		hl.RecordMicros(1000 * v)
+	}
+	if res.Histograms.HandshakeLatency, err = hl.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := wire.RunFromProto(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(cps), []string{"latency", "service_time", "lateness", "connect", "tls_full", "tls_resumed", "ttfb", "handshake_latency"}; !slices.Equal(got, want) {
+		t.Errorf("connection rate: %q, want %q", got, want)
+	}
+	for _, f := range report.HgrmFiles(cps) {
+		if f.Name == "handshake_latency" && (f.Histogram.Count() != 50 || f.Histogram.Max() < 49_900) {
+			t.Errorf("handshake_latency.hgrm: %d samples, max %d µs; want 50, 50 ms", f.Histogram.Count(), f.Histogram.Max())
+		}
+	}
 }
 
 type hgrmRow struct {

@@ -80,7 +80,9 @@ type HgrmFile struct {
 // HgrmFiles returns the .hgrm files of run r (coordctl run --hgrm PREFIX
 // writes each as PREFIX-NAME.hgrm): latency; in open loop service_time
 // (from the actual send) and lateness (send lateness); and the phases
-// connect, tls_full, tls_resumed and ttfb. Each is the window's histogram
+// connect, tls_full, tls_resumed and ttfb, and for a connection rate
+// handshake_latency (from each connection's intended start: the text
+// report's "Handshake lat", JSON handshake_latency_us). Each is the window's histogram
 // merged across agents. A phase with no sample (no new connection in the
 // window, no resumption) is left out; latency is always written.
 func HgrmFiles(r *Run) []HgrmFile {
@@ -99,5 +101,6 @@ func HgrmFiles(r *Run) []HgrmFile {
 	add("tls_full", hs.TLSFull)
 	add("tls_resumed", hs.TLSResumed)
 	add("ttfb", hs.TTFB)
+	add("handshake_latency", hs.HandshakeLatency)
 	return out
 }
