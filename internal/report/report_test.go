@@ -287,8 +287,9 @@ func TestEmptyHistogramSaysNoSamples(t *testing.T) {
 	if err := r.WriteText(&text, report.TextOptions{Latency: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "no samples") || strings.Contains(text.String(), "NaN") ||
-		!strings.Contains(text.String(), "\n    Latency          -         -        -       -\n") || !strings.Contains(text.String(), "\n     50%         -\n") {
+	if !strings.Contains(text.String(), "  Latency: no samples\n") || strings.Contains(text.String(), "NaN") ||
+		!strings.Contains(text.String(), "\n    Latency          -         -        -       -\n") || !strings.Contains(text.String(), "\n  Latency Distribution: none (no samples)\n") ||
+		strings.Contains(text.String(), "50%") {
 		t.Fatalf("text report of an empty run:\n%s", text.String())
 	}
 	var js bytes.Buffer
@@ -560,5 +561,36 @@ func TestPartialPolicyWording(t *testing.T) {
 		if s := text.String(); !strings.Contains(s, tc.want) || strings.Contains(s, tc.not) {
 			t.Errorf("policy %v, aborted %v: text lacks %q or has %q:\n%s", tc.policy, tc.aborted, tc.want, tc.not, s)
 		}
+	}
+}
+
+// TestNoRequestCompletedLatency: a run whose requests all failed says "no
+// request completed" once (the warning), with no "no samples" line and no
+// percentile table of dashes (latency_us null in JSON); the Latency
+// Distribution line says why there is none.
+func TestNoRequestCompletedLatency(t *testing.T) {
+	res := result(t)
+	b, _ := hist.New().Encode()
+	res.Histograms.Latency, res.Histograms.OkLatency = b, b
+	res.Counters.Requests, res.Counters.Status, res.Counters.Errors = 0, nil, map[string]int64{"reset": 7}
+	for _, pt := range res.Timeline {
+		pt.Requests, pt.Latency = 0, b
+	}
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{Latency: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := text.String()
+	if strings.Count(s, "no request completed") != 2 || !strings.Contains(s, "WARNING: no request completed") ||
+		!strings.Contains(s, "\n  Latency Distribution: none (no request completed in the window)\n") ||
+		strings.Contains(s, "no samples") || strings.Contains(s, "50%") || !strings.Contains(s, "\n    Latency          -         -        -       -\n") {
+		t.Errorf("text report of a run with errors only:\n%s", s)
+	}
+	if r.Latency != nil {
+		t.Errorf("latency %+v, want none", r.Latency)
 	}
 }

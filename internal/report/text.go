@@ -117,8 +117,10 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if r.Close == "rst" {
 		p.f("  connections closed by a TCP reset (--close rst)\n")
 	}
-	if r.Latency == nil {
-		p.f("  Latency: no samples (no request completed in the window)\n")
+	// Without a latency sample: said once, plainly. A run with errors
+	// only was already warned "no request completed" above.
+	if r.Latency == nil && (r.Requests > 0 || r.ErrorTotal() == 0) {
+		p.f("  Latency: %s\n", r.noLatency())
 	}
 	r.writeWrk(p, o)
 	r.writeCluster(p)
@@ -144,7 +146,10 @@ func (r *Report) writeWrk(p *printer, o TextOptions) {
 	} else {
 		p.f("    %-10s%8s%10s%9s%8s\n", "Req/Sec", "-", "-", "-", "-")
 	}
-	if o.Latency {
+	if o.Latency && r.Latency == nil {
+		// No percentile table of dashes: there is no distribution.
+		p.f("  Latency Distribution: none (%s)\n", r.noLatency())
+	} else if o.Latency {
 		p.f("  Latency Distribution\n")
 		lat := r.Latency
 		for _, q := range []struct {
@@ -155,11 +160,7 @@ func (r *Report) writeWrk(p *printer, o TextOptions) {
 			{"90", func(s *hist.Summary) int64 { return s.P90 }}, {"99", func(s *hist.Summary) int64 { return s.P99 }},
 			{"99.9", func(s *hist.Summary) int64 { return s.P999 }}, {"99.99", func(s *hist.Summary) int64 { return s.P9999 }},
 		} {
-			v := fmt.Sprintf("%10s", "-")
-			if lat != nil {
-				v = wrkUnits(fmtUs(float64(q.v(lat))), 10)
-			}
-			p.f("%7s%%%s\n", q.label, v)
+			p.f("%7s%%%s\n", q.label, wrkUnits(fmtUs(float64(q.v(lat))), 10))
 		}
 	}
 	p.f("  %d requests in %s, %s read\n", r.Requests, fmtSeconds(r.DurationS), fmtBytes(float64(r.BytesRead)))
@@ -177,6 +178,15 @@ func (r *Report) writeWrk(p *printer, o TextOptions) {
 	}
 	p.f("Requests/sec: %9.2f\n", r.RPS)
 	p.f("Transfer/sec: %10sB\n", strings.TrimSuffix(fmtBytes(r.TransferBps), "B"))
+}
+
+// noLatency says why a report has no latency figure: no request
+// completed in the window, or (responses but no sample) none recorded.
+func (r *Report) noLatency() string {
+	if r.Requests == 0 {
+		return "no request completed in the window"
+	}
+	return "no samples"
 }
 
 // writeCluster writes Phalanx's lines after wrk's block: status codes,
