@@ -28,10 +28,14 @@ import (
 //   - time for request: the latency from each request's send (in open
 //     loop the service time, from the actual send, as h2load measures it);
 //     time for connect: each new connection's TCP connect; time to 1st
-//     byte: each request's write to its first response byte (h2load takes
-//     it per client, from its connect).
-//   - req/s: the per-agent request rate samples (Req/Sec in the text
-//     report), agents in the place of h2load's clients.
+//     byte is h2load's per client (from its connect's start to the first
+//     response byte on it), which Phalanx does not measure (its TTFB phase
+//     is per request, from the request's write): the row is "-".
+//   - req/s: h2load's is per client (each client's requests over its
+//     time). In a closed loop, whose connections all run the whole window,
+//     the clients' mean is RPS / connections, exact; the min, max and sd
+//     across clients are not measured ("-"). In open loop, with --cps
+//     and with stages (connections ramped) the row is "-".
 //
 // Durations are h2load's: whole microseconds below 1 ms ("572us"), else
 // ms or s with two decimals. A figure without samples is "-".
@@ -73,19 +77,19 @@ func (r *Report) WriteH2load(w io.Writer) error {
 	}{
 		{"time for request:", request, within},
 		{"time for connect:", r.ConnectUs, r.WithinStdevPct.Connect},
-		{"time to 1st byte:", r.TTFBUs, r.WithinStdevPct.TTFB},
+		{"time to 1st byte:", nil, 0}, // h2load's per client: not measured
 	} {
 		if row.s == nil {
-			p.f("%s %10s  %10s  %10s  %10s%9s\n", row.label, "-", "-", "-", "-", "-")
+			p.f("%s %10s  %10s  %10s  %10s%10s\n", row.label, "-", "-", "-", "-", "-")
 			continue
 		}
 		p.f("%s %10s  %10s  %10s  %10s%9.2f%%\n", row.label, fmtH2Duration(float64(row.s.Min)), fmtH2Duration(float64(row.s.Max)),
 			fmtH2Duration(row.s.Mean), fmtH2Duration(row.s.Stdev), row.within)
 	}
-	if rps := r.ReqPerSec; rps != nil {
-		p.f("req/s           : %10.2f  %10.2f  %10.2f  %10.2f%9.2f%%\n", rps.Min, rps.Max, rps.Mean, rps.Stdev, rps.WithinStdevPct)
+	if r.Mode == "closed" && len(r.Stages) == 0 && r.Connections > 0 && r.Requests > 0 {
+		p.f("req/s           : %10s  %10s  %10.2f  %10s%10s\n", "-", "-", r.RPS/float64(r.Connections), "-", "-")
 	} else {
-		p.f("req/s           : %10s  %10s  %10s  %10s%9s\n", "-", "-", "-", "-", "-")
+		p.f("req/s           : %10s  %10s  %10s  %10s%10s\n", "-", "-", "-", "-", "-")
 	}
 	p.f("Run ID: %s\n", r.runIDText())
 	return p.err
