@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,4 +58,41 @@ func TestREADMEHasEveryFlag(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestREADMECompareOneMachine: the README tells a one-machine user (whose
+// runs are client-bound, so compare refuses a side left empty) to give
+// --include-client-bound, and every `coordctl compare` command line in it
+// parses with compare's own flags, so the flag is spelled as the command
+// takes it.
+func TestREADMECompareOneMachine(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, want := range []string{"coordctl compare --include-client-bound tag:baseline tag:optimized", "`coordctl compare --include-client-bound RUN_A RUN_B`"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README: no one-machine compare %q", want)
+		}
+	}
+	root := newRoot(io.Discard, io.Discard)
+	cmp, _, err := root.Find([]string{"compare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(readme, "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "`")
+		if !strings.HasPrefix(line, "coordctl compare --") {
+			continue
+		}
+		n++
+		if err := cmp.ParseFlags(strings.Fields(strings.TrimPrefix(line, "coordctl compare "))); err != nil {
+			t.Errorf("README %q: %v", line, err)
+		}
+	}
+	if n == 0 {
+		t.Errorf("README: no coordctl compare line with a flag")
+	}
 }
