@@ -7,6 +7,10 @@
 // connections exactly, so tests can compare what a load generator reports
 // with what the target actually saw.
 //
+// With Config.HTTP3 it also serves HTTP/3 (quic-go's http3.Server) on the
+// UDP port of the same number as its TCP port, with the same handler and
+// counts (QUICConnections counts its QUIC connections).
+//
 // With Config.Workers and Config.ServiceTime it is a modelled server
 // (model.go): a FIFO queue with that many servers of a fixed service time,
 // whose capacity (Workers/ServiceTime) and latency under load are known in

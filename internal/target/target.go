@@ -14,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // Defaults applied by New to zero Config fields, and server limits.
@@ -64,19 +67,28 @@ type Config struct {
 	// without the other is an error.
 	Workers     int
 	ServiceTime time.Duration
+	// HTTP3 also serves HTTP/3 (RFC 9114, quic-go's http3.Server) on the
+	// UDP port of the same number as the TCP one, with the same handler,
+	// certificate and counts; 0-RTT is allowed (quic.Config.Allow0RTT).
+	// False (the default) serves HTTP/1.1 and HTTP/2 over TCP only.
+	HTTP3 bool
 }
 
 // Server is a running-or-ready HTTPS target. Create it with New, serve with
 // Run. Its methods are safe for concurrent use.
 type Server struct {
-	ln   net.Listener // raw TCP listener; TLS is layered by http.Server
-	srv  *http.Server
+	ln  net.Listener // raw TCP listener; TLS is layered by http.Server
+	srv *http.Server
+	// udp and h3 serve HTTP/3 when Config.HTTP3 is set; both nil otherwise.
+	udp  *net.UDPConn
+	h3   *http3.Server
 	body []byte
 	// model is nil unless Config.Workers and ServiceTime are set.
 	model *Model
 
 	requests    atomic.Int64
 	connections atomic.Int64
+	quicConns   atomic.Int64
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -136,7 +148,35 @@ func New(cfg Config) (*Server, error) {
 			}
 		},
 	}
+	if cfg.HTTP3 {
+		if err := s.listenHTTP3(s.srv.TLSConfig); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// listenHTTP3 binds the UDP port of the TCP listener's number on its host
+// and prepares the HTTP/3 server on it.
+func (s *Server) listenHTTP3(tlsConf *tls.Config) error {
+	tcp := s.ln.Addr().(*net.TCPAddr)
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+	if err != nil {
+		return fmt.Errorf("target: listen on UDP %s for HTTP/3: %w", s.ln.Addr(), err)
+	}
+	s.udp = udp
+	s.h3 = &http3.Server{
+		Handler:     http.HandlerFunc(s.serveHTTP),
+		TLSConfig:   http3.ConfigureTLSConfig(tlsConf.Clone()),
+		QUICConfig:  &quic.Config{Allow0RTT: true},
+		IdleTimeout: IdleTimeout,
+		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context {
+			s.quicConns.Add(1)
+			return ctx
+		},
+	}
+	return nil
 }
 
 // serveHTTP answers every request with 200 and the fixed body, after its
@@ -173,21 +213,43 @@ func (s *Server) Run(ctx context.Context) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.srv.ServeTLS(s.ln, "", "") }()
+	var h3Err chan error // nil, never ready, without HTTP/3
+	waits := []chan error{serveErr}
+	if s.h3 != nil {
+		h3Err = make(chan error, 1)
+		waits = append(waits, h3Err)
+		go func() { h3Err <- s.h3.Serve(s.udp) }()
+	}
 
+	var early error
 	select {
-	case err := <-serveErr:
-		return fmt.Errorf("target: serve: %w", err)
+	case early = <-serveErr:
+	case early = <-h3Err:
 	case <-ctx.Done():
+	}
+	if early != nil {
+		_ = s.Close()
+		return fmt.Errorf("target: serve: %w", early)
 	}
 
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	shutErr := s.srv.Shutdown(sctx)
-	if shutErr != nil {
-		_ = s.srv.Close()
+	if s.h3 != nil {
+		if err := s.h3.Shutdown(sctx); err != nil && shutErr == nil {
+			shutErr = err
+		}
 	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("target: serve: %w", err)
+	if shutErr != nil {
+		_ = s.Close()
+	}
+	if s.udp != nil {
+		_ = s.udp.Close()
+	}
+	for _, ch := range waits {
+		if err := <-ch; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("target: serve: %w", err)
+		}
 	}
 	if shutErr != nil {
 		return fmt.Errorf("target: shutdown: %w", shutErr)
@@ -201,6 +263,14 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.srv.Close()
+		if s.h3 != nil {
+			if herr := s.h3.Close(); herr != nil && err == nil {
+				err = herr
+			}
+			if uerr := s.udp.Close(); uerr != nil && !errors.Is(uerr, net.ErrClosed) && err == nil {
+				err = uerr
+			}
+		}
 		if lerr := s.ln.Close(); lerr != nil && !errors.Is(lerr, net.ErrClosed) && err == nil {
 			err = lerr
 		}
@@ -229,7 +299,7 @@ func (s *Server) URL() string {
 }
 
 // Requests returns the number of HTTP requests received so far (all
-// methods and paths, HTTP/1.1 and HTTP/2 alike).
+// methods and paths, HTTP/1.1, HTTP/2 and HTTP/3 alike).
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Model returns the server's model, nil unless Config.Workers and
@@ -238,5 +308,13 @@ func (s *Server) Model() *Model { return s.model }
 
 // Connections returns the number of TCP connections accepted so far, each
 // of which is then served over TLS. A connection whose TLS handshake fails
-// is still counted.
+// is still counted. QUIC connections are counted by QUICConnections.
 func (s *Server) Connections() int64 { return s.connections.Load() }
+
+// QUICConnections returns the number of QUIC connections whose HTTP/3
+// serving began (handshake done, or 0-RTT accepted), 0 without
+// Config.HTTP3.
+func (s *Server) QUICConnections() int64 { return s.quicConns.Load() }
+
+// HTTP3 reports whether the server also serves HTTP/3 on UDP (Config.HTTP3).
+func (s *Server) HTTP3() bool { return s.h3 != nil }

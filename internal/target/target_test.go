@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
+
 	"github.com/phalanxload/phalanx/internal/tlsgen"
 )
 
@@ -275,4 +277,82 @@ func TestHandshakeFailureIsCountedButNotARequest(t *testing.T) {
 	if got := s.Requests(); got != 0 {
 		t.Errorf("Requests() = %d, want 0", got)
 	}
+}
+
+// TestHTTP3SamePort: with Config.HTTP3 the server answers HTTP/3 on the UDP
+// port of its TCP port's number, with the same body, and counts those
+// requests and QUIC connections with the TCP ones.
+func TestHTTP3SamePort(t *testing.T) {
+	s, b, stop := startServer(t, Config{HTTP3: true})
+	if !s.HTTP3() {
+		t.Fatal("HTTP3() = false with Config.HTTP3")
+	}
+	h3 := &http3.Transport{TLSClientConfig: b.ClientConfig()}
+	defer h3.Close()
+	h3c := &http.Client{Transport: h3, Timeout: 10 * time.Second}
+	for i := 0; i < 3; i++ {
+		resp, err := h3c.Get(s.URL())
+		if err != nil {
+			t.Fatalf("HTTP/3 GET %s: %v", s.URL(), err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.ProtoMajor != 3 || resp.StatusCode != 200 || !bytes.Equal(body, DefaultBody()) {
+			t.Fatalf("HTTP/3 response: proto %s, status %d, %d body bytes; want HTTP/3 200 and %d bytes", resp.Proto, resp.StatusCode, len(body), DefaultBodySize)
+		}
+	}
+	tcp := &http.Client{Transport: &http.Transport{TLSClientConfig: b.ClientConfig()}, Timeout: 10 * time.Second}
+	resp, err := tcp.Get(s.URL())
+	if err != nil {
+		t.Fatalf("HTTPS GET over TCP: %v", err)
+	}
+	_ = resp.Body.Close()
+	tcp.CloseIdleConnections()
+	if got := s.Requests(); got != 4 {
+		t.Errorf("Requests() = %d, want 4 (3 over HTTP/3, 1 over TCP)", got)
+	}
+	if got := s.QUICConnections(); got != 1 {
+		t.Errorf("QUICConnections() = %d, want 1 (3 requests on one QUIC connection)", got)
+	}
+	if got := s.Connections(); got != 1 {
+		t.Errorf("Connections() = %d, want 1 TCP connection", got)
+	}
+	_ = h3.Close()
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestHTTP3PortTaken: New fails, naming UDP and HTTP/3, when the UDP port
+// is held by another socket, and releases the TCP port it bound.
+func TestHTTP3PortTaken(t *testing.T) {
+	b, err := tlsgen.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Find a port free on TCP whose UDP twin we then hold.
+	probe, err := New(Config{Cert: b.Cert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := probe.Addr()
+	_ = probe.Close()
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		t.Fatalf("hold UDP %s: %v", addr, err)
+	}
+	defer held.Close()
+	_, err = New(Config{Cert: b.Cert, Addr: addr, HTTP3: true})
+	if err == nil || !strings.Contains(err.Error(), "UDP") || !strings.Contains(err.Error(), "HTTP/3") {
+		t.Fatalf("New with UDP %s taken: err = %v, want one naming UDP and HTTP/3", addr, err)
+	}
+	again, err := New(Config{Cert: b.Cert, Addr: addr})
+	if err != nil {
+		t.Fatalf("TCP %s not released after the HTTP/3 failure: %v", addr, err)
+	}
+	_ = again.Close()
 }
