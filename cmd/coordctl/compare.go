@@ -182,7 +182,8 @@ func writeComparison(w io.Writer, res *compare.Result, asJSON bool) error {
 type abFlags struct {
 	a, b                 string
 	repeats              int
-	duration, warmup     wrkDuration
+	duration             windowDuration
+	warmup               wrkDuration
 	timeout              wrkDuration
 	connections, maxConn int
 	rate                 int64
@@ -198,7 +199,7 @@ type abFlags struct {
 
 // newABCmd runs A and B interleaved (A B A B ...) and compares them.
 func newABCmd(co *coordinatorFlags) *cobra.Command {
-	f := abFlags{duration: wrkDuration(5 * time.Second), timeout: wrkDuration(plan.DefaultTimeout)}
+	f := abFlags{duration: windowDuration(5 * time.Second), timeout: wrkDuration(plan.DefaultTimeout)}
 	cmd := &cobra.Command{
 		Use:   "ab --a URL_A --b URL_B [flags]",
 		Short: "Run baseline A and candidate B interleaved (A B A B ...), tag them and compare them (coordctl compare)",

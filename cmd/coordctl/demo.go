@@ -25,7 +25,7 @@ func newDemoCmd() *cobra.Command {
 	var (
 		agents      int
 		connections int
-		duration    = wrkDuration(5 * time.Second)
+		duration    = windowDuration(5 * time.Second)
 		jsonFile    string
 		htmlFile    string
 		formats     formatFlags

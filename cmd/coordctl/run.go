@@ -629,3 +629,22 @@ func (d *wrkDuration) Set(s string) error {
 	*d = wrkDuration(v)
 	return nil
 }
+
+// windowDuration is a measurement window flag (ab's and search's -d,
+// demo's): a wrkDuration that must be more than 0, since a window of 0
+// would be taken for "not given" and run the default.
+type windowDuration wrkDuration
+
+func (d *windowDuration) String() string { return time.Duration(*d).String() }
+func (d *windowDuration) Type() string   { return "duration" }
+func (d *windowDuration) Set(s string) error {
+	var v wrkDuration
+	if err := v.Set(s); err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("%v: want more than 0, e.g. 10s or 1m", time.Duration(v))
+	}
+	*d = windowDuration(v)
+	return nil
+}

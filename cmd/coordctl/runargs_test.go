@@ -165,7 +165,8 @@ func TestRunPlanAgainstURL(t *testing.T) {
 }
 
 // TestRunZeroDuration: -d 0s is refused before any run (it ran the 10 s
-// default), the flag named, alone and over a plan file; with -n it keeps
+// default; ab's, search's and demo's their 5 or 10 s), the flag named,
+// alone and over a plan file; with -n it keeps
 // count mode's meaning and gets past the flags (to the coordinator, which
 // is not there).
 func TestRunZeroDuration(t *testing.T) {
@@ -177,6 +178,17 @@ func TestRunZeroDuration(t *testing.T) {
 		code, _, stderr := runCLI(args...)
 		if want := "-d/--duration 0s: want more than 0"; code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("coordctl %v: exit %d, stderr %q; want exit 2 and %q", args, code, stderr, want)
+		}
+	}
+	// ab's, search's and demo's windows have no count mode: 0 is refused.
+	for _, args := range [][]string{
+		{"ab", "--a", "https://127.0.0.1:1/", "--b", "https://127.0.0.1:2/", "-d", "0"},
+		{"search", "--slo", "p99<10ms", "-d", "0s", "https://127.0.0.1/"},
+		{"demo", "-d", "0"},
+	} {
+		code, _, stderr := runCLI(args...)
+		if want := `-d/--duration "0`; code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "want more than 0") {
+			t.Errorf("coordctl %v: exit %d, stderr %q; want exit 2 and %q: want more than 0", args, code, stderr, want)
 		}
 	}
 	code, _, stderr := runCLI("--coordinator", "127.0.0.1:1", "run", "-n", "10", "-d", "0s", "https://127.0.0.1/")

@@ -35,7 +35,8 @@ type searchFlags struct {
 	precision            string
 	repeats, maxSteps    int
 	maxTime              time.Duration
-	window, warmup       wrkDuration
+	window               windowDuration
+	warmup               wrkDuration
 	timeout              wrkDuration
 	connections, maxConn int
 	agents               int
@@ -54,7 +55,7 @@ type searchFlags struct {
 // over --connections-range; each step a stored run carrying the search's
 // ID.
 func newSearchCmd(co *coordinatorFlags) *cobra.Command {
-	f := searchFlags{window: wrkDuration(10 * time.Second), warmup: wrkDuration(2 * time.Second), timeout: wrkDuration(plan.DefaultTimeout)}
+	f := searchFlags{window: windowDuration(10 * time.Second), warmup: wrkDuration(2 * time.Second), timeout: wrkDuration(plan.DefaultTimeout)}
 	cmd := &cobra.Command{
 		Use:   "search --slo SLO [flags] URL",
 		Short: "Find the highest load at which every SLO holds (capacity search: growth, bisection, repeats at the boundary)",
