@@ -9,6 +9,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -53,6 +54,9 @@ func newCommand() *cobra.Command {
 			log, err := daemon.Logger(logLevel)
 			if err != nil {
 				return daemon.Usage(err)
+			}
+			if cfg.PrepareTimeout <= 0 {
+				return daemon.Usage(fmt.Errorf("--prepare-timeout %v: want more than 0", cfg.PrepareTimeout))
 			}
 			tlsFiles.From = daemon.Origins(cmd.Flags(), secFlags...)
 			if cfg.Security, err = daemon.LoadSecurity(security.RoleCoordinator, tlsFiles, insecure); err != nil {

@@ -22,6 +22,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--bogus"}, 2, "coordinator: unknown flag: --bogus (see coordinator --help)"},
 		{[]string{"extra"}, 2, `coordinator: unknown command "extra" for "coordinator"`},
 		{[]string{"--local=maybe"}, 2, `coordinator: --local "maybe": want true or false (see coordinator --help)`},
+		{[]string{"--prepare-timeout", "0s"}, 2, "coordinator: --prepare-timeout 0s: want more than 0"},
+		{[]string{"--prepare-timeout", "-5s"}, 2, "--prepare-timeout -5s: want more than 0"},
+		{[]string{"--prepare-timeout", "soon"}, 2, `--prepare-timeout "soon": not a duration`},
 		{[]string{"--log-level", "loud"}, 2, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"--tls-ca", missing, "--tls-cert", missing, "--tls-key", missing}, 1, missing},
 	} {
