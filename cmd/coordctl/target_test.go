@@ -111,9 +111,17 @@ func TestRunHTTP3AgainstTarget(t *testing.T) {
 }
 
 // TestTargetHTTP3Off: --http3=false serves TCP only: the UDP port of the
-// TCP port's number stays free, and no HTTP/3 line is printed.
+// TCP port's number stays free, and no HTTP/3 line is printed; coordctl
+// run --http3 against it fails as a run against a closed TCP port does:
+// its connections cannot be opened (a connect error), exit 1.
 func TestTargetHTTP3Off(t *testing.T) {
-	url, _, stop := startTargetCmd(t, "--http3=false")
+	env := newTestEnv(t, 1)
+	url, caFile, stop := startTargetCmd(t, "--http3=false")
+	code, stdout, stderr := runCLI("--coordinator", env.coord, "run", "--http3", "-c", "2", "-d", "1s", "--timeout", "300ms",
+		"--cacert", caFile, url)
+	if out := stdout + stderr; code != 1 || !strings.Contains(out, "open connections") || !strings.Contains(out, "no answer from the server") {
+		t.Errorf("coordctl run --http3 against a TCP-only target: exit %d, want 1, its connections not opened, no answer from the server:\n%s\n%s", code, stdout, stderr)
+	}
 	addr, err := net.ResolveUDPAddr("udp", strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/"))
 	if err != nil {
 		t.Fatal(err)

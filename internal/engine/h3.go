@@ -133,14 +133,26 @@ var _ rateConn = (*h3conn)(nil)
 func (c *h3conn) worker() *worker  { return c.w }
 func (c *h3conn) accounts() *tally { return &c.tally }
 
+// h3SilentSlack: a QUIC handshake is bounded by the plan's timeout plus
+// its 1/h3SilentSlack, so that quic-go's handshake idle timeout (the plan's
+// timeout with no packet received) fires first when the server never
+// answers: that is a connect error, as TCP's refused connection (an
+// unconnected UDP socket does not see ICMP port unreachable).
+const h3SilentSlack = 4
+
 // dialH3 opens a QUIC connection to the engine's address from a socket of
 // its own (bound to w's next source address, if any) and completes its
 // handshake (1-RTT, or resumed with a session from w's cache), bounded by
-// the plan's timeout. The handshake time runs from the socket's creation
+// the plan's timeout and its 1/h3SilentSlack (a timeout error), or by
+// quic-go's handshake idle timeout when nothing came from the server (a
+// connect error). The handshake time runs from the socket's creation
 // to the handshake's end: QUIC has no connect before it, so connInfo's
 // connect is not recorded.
 func dialH3(ctx context.Context, e *Engine, w *worker, reconnect bool) (*h3session, *connInfo, *dialError) {
-	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout)
+	// quic-go's handshake idle timeout (the plan's timeout, from the last
+	// packet received) ends a handshake that never hears from the server
+	// first: the bound's extra quarter is its slack.
+	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout+e.plan.Timeout/h3SilentSlack)
 	defer cancel()
 	var laddr *net.UDPAddr
 	if n := len(w.sources); n > 0 {
@@ -165,8 +177,12 @@ func dialH3(ctx context.Context, e *Engine, w *worker, reconnect bool) (*h3sessi
 	if err != nil {
 		_ = tr.Close()
 		_ = udp.Close()
-		if ctx.Err() == context.DeadlineExceeded {
+		var ite *quic.IdleTimeoutError
+		switch {
+		case ctx.Err() == context.DeadlineExceeded:
 			return nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("quic handshake with %s: %w", e.addr, err)}
+		case errors.As(err, &ite):
+			return nil, nil, &dialError{measure.ErrConnect, fmt.Errorf("quic handshake with %s: no answer from the server in %s (nothing listening on UDP, or its packets dropped): %w", e.addr, e.plan.Timeout, err)}
 		}
 		return nil, nil, &dialError{classifyH3(err, false, true), fmt.Errorf("quic handshake with %s: %w%s", e.addr, err, verifyHint(err, e.plan.TLS))}
 	}

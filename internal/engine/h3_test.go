@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -199,4 +201,41 @@ func TestHTTP3Resume(t *testing.T) {
 		t.Errorf("%d offered but refused: the server resumes every session it issued", total.HandshakesRefused)
 	}
 	t.Logf("%d full, %d resumed, %d refused; server resumed %d", total.HandshakesFull, total.HandshakesResumed, total.HandshakesRefused, s.Resumed.Load())
+}
+
+// TestHTTP3NoAnswerIsConnect: a QUIC handshake that never hears from the
+// server (nothing listening on the UDP port, or a socket that reads
+// nothing) is a connect error, as TCP's refused connection, not a timeout;
+// no request completes.
+func TestHTTP3NoAnswerIsConnect(t *testing.T) {
+	held, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	free, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeAddr := free.LocalAddr().String()
+	_ = free.Close()
+	for _, tc := range []struct{ name, addr string }{
+		{"a socket that drops everything", held.LocalAddr().String()},
+		{"nothing listening", freeAddr},
+	} {
+		p := plan.Plan{URL: "https://" + tc.addr + "/", Protocol: plan.H3, Connections: 2, Duration: time.Second,
+			Interval: 500 * time.Millisecond, Timeout: 300 * time.Millisecond}
+		e := newEngine(t, p, 2)
+		if _, err := e.Prepare(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer from the server") {
+			t.Errorf("%s: Prepare: %v, want its connections not opened, no answer from the server", tc.name, err)
+		}
+		var total measure.Counts
+		if _, err := e.Run(context.Background(), time.Now().Add(50*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) }); err != nil {
+			t.Fatalf("%s: Run: %v", tc.name, err)
+		}
+		errs := total.ErrorMap()
+		if total.Requests != 0 || errs["connect"] == 0 || errs["timeout"] != 0 || len(errs) != 1 {
+			t.Errorf("%s: %d requests, errors %v; want none and only connect errors", tc.name, total.Requests, errs)
+		}
+	}
 }
