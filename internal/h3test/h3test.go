@@ -28,9 +28,21 @@ type Server struct {
 	// Conns counts QUIC connections accepted; Resumed those whose TLS
 	// handshake resumed a session, Early those that used 0-RTT (both
 	// counted once the handshake completes); Requests the requests
-	// handled (before the handler runs).
-	Conns, Resumed, Early, Requests atomic.Int64
+	// handled (before the handler runs); EarlyRequests those of them on
+	// the first request stream (ID 0) of a connection that accepted 0-RTT:
+	// the request a client sends in 0-RTT when it sends one (quic-go's
+	// server gives no per-stream flag, so a client that sends its first
+	// request only after an accepted 0-RTT handshake is miscounted here).
+	// A handler's request waits for its connection's handshake before it
+	// is counted in EarlyRequests and before h runs.
+	Conns, Resumed, Early, Requests, EarlyRequests atomic.Int64
 }
+
+// streamIDer is the request body of quic-go's http3 server.
+type streamIDer interface{ StreamID() quic.StreamID }
+
+// connKey is the request context's key of its QUIC connection.
+type connKey struct{}
 
 // Start starts an HTTP/3 server with cert that runs h on every request,
 // with 0-RTT allowed. t's cleanup closes it and every connection and joins
@@ -48,10 +60,22 @@ func Start(t testing.TB, cert tls.Certificate, h http.Handler) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http3.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.Requests.Add(1)
-		h.ServeHTTP(w, r)
-	})}
+	srv := &http3.Server{
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.Requests.Add(1)
+			if c, ok := r.Context().Value(connKey{}).(*quic.Conn); ok {
+				select {
+				case <-c.HandshakeComplete():
+					if b, ok := r.Body.(streamIDer); ok && b.StreamID() == 0 && c.ConnectionState().Used0RTT {
+						s.EarlyRequests.Add(1)
+					}
+				case <-r.Context().Done():
+				}
+			}
+			h.ServeHTTP(w, r)
+		}),
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	conns := map[*quic.Conn]bool{}
