@@ -305,9 +305,14 @@ stages:
 	if !ok || code != 0 {
 		t.Fatalf("target did not exit 0 within 10s of SIGTERM (exited %v, code %d)\n%s", ok, code, tgt.describe())
 	}
-	m := regexp.MustCompile(`(?m)^requests=(\d+) connections=(\d+)$`).FindStringSubmatch(tgt.Stdout())
+	// coordctl target's last line: requests=N connections=N
+	// quic_connections=N (HTTP/3, on by default; this test's runs use TCP).
+	m := regexp.MustCompile(`(?m)^requests=(\d+) connections=(\d+) quic_connections=(\d+)$`).FindStringSubmatch(tgt.Stdout())
 	if m == nil {
 		t.Fatalf("target printed no counts\n%s", tgt.describe())
+	}
+	if m[3] != "0" {
+		t.Errorf("target: %s QUIC connections, want 0 (every run here is over TCP)", m[3])
 	}
 	served, _ := strconv.ParseInt(m[1], 10, 64)
 	accepted, _ := strconv.ParseInt(m[2], 10, 64)
