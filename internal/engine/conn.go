@@ -339,6 +339,15 @@ func (e *Engine) nextEntry(w *worker, pos *int) *entry {
 	return en
 }
 
+// nextSharedEntry is nextEntry for a slot whose stream slots share the
+// position *pos in the mix's cycle (advanced atomically).
+func (e *Engine) nextSharedEntry(w *worker, pos *atomic.Int64) *entry {
+	if w.counting {
+		return e.countEntry(w)
+	}
+	return &e.entries[e.sched[(pos.Add(1)-1)%int64(len(e.sched))]]
+}
+
 // tally is a connection slot's request accounting, shared by its
 // goroutines (one for HTTP/1.1, one per stream slot for HTTP/2) and read by
 // Run after they exit.

@@ -149,9 +149,6 @@ const h3SilentSlack = 4
 // to the handshake's end: QUIC has no connect before it, so connInfo's
 // connect is not recorded.
 func dialH3(ctx context.Context, e *Engine, w *worker, reconnect bool) (*h3session, *connInfo, *dialError) {
-	// quic-go's handshake idle timeout (the plan's timeout, from the last
-	// packet received) ends a handshake that never hears from the server
-	// first: the bound's extra quarter is its slack.
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout+e.plan.Timeout/h3SilentSlack)
 	defer cancel()
 	var laddr *net.UDPAddr

@@ -3,7 +3,6 @@ package engine
 import (
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/phalanxload/phalanx/internal/measure"
@@ -68,15 +67,6 @@ func (c *h3conn) loop() {
 
 // nextEntry returns the request one of the slot's stream slots sends next.
 func (c *h3conn) nextEntry() *entry { return c.e.nextSharedEntry(c.w, &c.pos) }
-
-// nextSharedEntry is nextEntry for a slot whose stream slots share the
-// position *pos in the mix's cycle (advanced atomically).
-func (e *Engine) nextSharedEntry(w *worker, pos *atomic.Int64) *entry {
-	if w.counting {
-		return e.countEntry(w)
-	}
-	return &e.entries[e.sched[(pos.Add(1)-1)%int64(len(e.sched))]]
-}
 
 // session returns the slot's current usable session with one more stream
 // counted on it (release gives it back), dialling one when there is none:
