@@ -731,6 +731,17 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		if fs := e.firstSend.Load(); fs != 0 {
 			iv.FirstSend = startAt.Add(time.Duration(fs - 1))
 		}
+		if len(e.workers) == 1 {
+			// One worker (an agent pinned to one CPU): its slot is the
+			// interval, with no merge into ivHists and no second reset.
+			s := e.workers[0].rec.swap(spare)
+			iv.Hists = s.hists
+			iv.Counts = s.counts
+			emit(iv)
+			s.reset()
+			spare = s
+			return
+		}
 		for _, w := range e.workers {
 			s := w.rec.swap(spare)
 			if err := iv.Hists.Merge(s.hists); err != nil {

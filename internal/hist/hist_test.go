@@ -299,3 +299,30 @@ func TestAccumulatorEqualsAddSparse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestResetReuse: a histogram reset after samples (some over range) and
+// then reused encodes exactly as a fresh one holding only the new samples;
+// resetting an empty one (the cheap path, which skips clearing the counts)
+// leaves it empty and reusable too.
+func TestResetReuse(t *testing.T) {
+	h := New()
+	for _, v := range []int64{3, 250, 9_000, HighestUs + 5} {
+		h.RecordMicros(v)
+	}
+	h.Reset()
+	if h.Count() != 0 || h.OverRange() != 0 || h.Max() != 0 {
+		t.Fatalf("after Reset: count %d, over range %d, max %d; want 0, 0, 0", h.Count(), h.OverRange(), h.Max())
+	}
+	h.Reset() // empty: the skipped clear
+	want := New()
+	for _, v := range []int64{7, 7, 1_200} {
+		h.RecordMicros(v)
+		want.RecordMicros(v)
+	}
+	if !bytes.Equal(h.EncodeV2(), want.EncodeV2()) {
+		t.Errorf("reused histogram encodes differently from a fresh one with the same samples")
+	}
+	if h.Count() != 3 || h.Max() != want.Max() {
+		t.Errorf("reused: count %d max %d, want 3 and %d", h.Count(), h.Max(), want.Max())
+	}
+}
