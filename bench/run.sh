@@ -103,7 +103,7 @@ for mc in $MEM_CONNS; do [[ $mc =~ ^[1-9][0-9]*$ ]] || die "BENCH_MEM_CONNS=$MEM
 declare -A PKG=(
     [nginx]=nginx [wrk]=wrk [h2load]=nghttp2-client [ab]=apache2-utils [jq]=jq
     [openssl]=openssl [curl]=curl [taskset]=util-linux [/usr/bin/time]=time
-    [ss]=iproute2 [timeout]=coreutils
+    [ss]=iproute2 [timeout]=coreutils [cyclictest]=rt-tests
 )
 missing=()
 for c in "${!PKG[@]}"; do
@@ -401,6 +401,18 @@ syscalls() { awk '/^syscr:/ {r = $2} /^syscw:/ {w = $2} END {print r, w}' "/proc
 now() { date +%s.%N; }
 pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
 per_req() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.2f", (b - a) / t * 1e6 / n; else print "-"}'; }   # ticks A B over N requests -> us/req
+# timer_pcts HISTFILE -> "p50 p99" (µs) of a cyclictest histogram (-h 20000: a
+# percentile among its overflows reads 20000), or "- -" without one.
+timer_pcts() {
+    [ -s "$1" ] || { echo "- -"; return; }
+    awk '/^# Total:/ {tot = $3 + 0} /^#/ {next} $2 + 0 > 0 {v[++n] = $1 + 0; c[n] = $2 + 0}
+        END { if (!tot) {print "- -"; exit}
+            split("50 99", P, " "); out = ""
+            for (k = 1; k <= 2; k++) { s = 0; x = 20000
+                for (i = 1; i <= n; i++) { s += c[i]; if (s >= tot * P[k] / 100) { x = v[i]; break } }
+                out = out (k > 1 ? " " : "") x }
+            print out }' "$1"
+}
 
 # parsers print "rps completed errors"
 parse_wrk() {
@@ -698,12 +710,20 @@ if [ "$LATENESS" = 1 ]; then
                 sleep 1
                 run_phalanx "lateness-$proto" "R$rate" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s"
                 sleep 1
+                if [ "$proto" = h1 ]; then
+                    # The machine's own floor: a thread sleeping on the kernel's
+                    # high-resolution timer for the mean interval between sends,
+                    # on the client CPU, at normal priority (as the agent's).
+                    log "== lateness: cyclictest -i $(( 1000000 / rate )) us on CPU $CLIENT_CPU, round $r"
+                    bounded "$RAW/cyclictest.R$rate.$r.out" cyclictest -q -D "$SECS" -i $(( 1000000 / rate )) \
+                        -a "$CLIENT_CPU" -t 1 -h 20000 --histfile="$RAW/cyclictest.R$rate.$r.hist" || true
+                fi
             done
         done
     done
     LATENESS_TABLE=$(
-        echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
-        echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | timer wake-up p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
+        echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for proto in h1 h2; do
             src=()
             for rate in $LATENESS_RATES; do src+=("lateness-$proto R$rate $rate"); done
@@ -719,12 +739,14 @@ if [ "$LATENESS" = 1 ]; then
                         '$1 == s && $2 == m && $4 == r && $5 == "peer" {print $7, $10}' "$TSV") || true
                     read -r xrps xus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
                         '$1 == s && $2 == m && $4 == r && $5 == "phalanx" {print $7, $10}' "$TSV") || true
+                    read -r tp50 tp99 < <(timer_pcts "$RAW/cyclictest.R$rate.$r.hist")
                     jq -r --arg a "${prps:--}" --arg b "${xrps:--}" --arg c "${pus:--}" --arg d "${xus:--}" '[$a, $b, $c, $d,
                         (.send_lateness_us.p50 // "-"), (.send_lateness_us.p99 // "-"),
                         (if .latency_us and .service_time_us then .latency_us.p50 - .service_time_us.p50 else "-" end),
-                        (.service_time_us.p50 // "-"), (if .client_bound then 1 else 0 end)] | @tsv' "$j"
+                        (.service_time_us.p50 // "-"), (if .client_bound then 1 else 0 end)] | @tsv' "$j" |
+                        awk -v a="$tp50" -v b="$tp99" 'BEGIN {OFS = "\t"} {print $0, a, b}'
                 done | awk -F'\t' -v proto="$proto" -v rate="$rate" -v label="${label:-}" '
-                    {n++; for (i = 1; i <= 8; i++) v[i, n] = $i; cb += $9}
+                    {n++; for (i = 1; i <= 8; i++) v[i, n] = $i; cb += $9; v[9, n] = $10; v[10, n] = $11}
                     function med(i,   a, k, m, t, x) { m = 0; for (k = 1; k <= n; k++) if (v[i, k] != "-" && v[i, k] != "") a[++m] = v[i, k] + 0
                         if (m == 0) return "-"
                         for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (a[t] < a[k]) { x = a[k]; a[k] = a[t]; a[t] = x }
@@ -732,10 +754,11 @@ if [ "$LATENESS" = 1 ]; then
                     function f(x, fmt) { return x == "-" ? "-" : sprintf(fmt, x) }
                     END { if (!n) exit
                         pu = med(3); xu = med(4); ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
-                        printf "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
+                        printf "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
                             (proto == "h1" ? "HTTP/1.1" : "HTTP/2 -m10"), rate, (label ? " " label : ""),
                             f(med(1), "%.0f"), f(med(2), "%.0f"), f(pu, "%.1f"), f(xu, "%.1f"), ratio,
-                            f(med(5), "%.0f"), f(med(6), "%.0f"), f(med(7), "%.0f"), f(med(8), "%.0f"), cb, n }'
+                            f(med(5), "%.0f"), f(med(6), "%.0f"), f(med(9), "%.0f"), f(med(10), "%.0f"),
+                            f(med(7), "%.0f"), f(med(8), "%.0f"), cb, n }'
             done
         done
     )
@@ -954,7 +977,7 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
     fi
     if [ -n "$LATENESS_TABLE" ]; then
         echo
-        echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads."
+        echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; timer wake-up = cyclictest's latency (rt-tests: a thread at normal priority on the client CPU sleeping on the kernel's high-resolution timer for the mean interval between sends, 1 s / rate, ${SECS}s) in the same round: the machine's own floor for a sender that sleeps between sends."
         echo
         echo "$LATENESS_TABLE"
     fi
