@@ -32,7 +32,8 @@ func newTargetCmd() *cobra.Command {
 600-byte page, over HTTP/1.1 and HTTP/2 on TCP and, with --http3 (on by
 default), HTTP/3 over QUIC on the UDP port of the same number (0-RTT
 allowed), for coordctl run --http3. The certificate comes from a throwaway
-CA written to --ca-out. When stopped (SIGINT, SIGTERM) it prints the
+CA written to --ca-out once the address is bound (a target that cannot
+listen leaves the file alone). When stopped (SIGINT, SIGTERM) it prints the
 requests it served and the TCP and QUIC connections it accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,14 +41,17 @@ requests it served and the TCP and QUIC connections it accepted.`,
 			if err != nil {
 				return err
 			}
-			if caOut != "" {
-				if err := os.WriteFile(caOut, b.CAPEM, 0o644); err != nil {
-					return fmt.Errorf("--ca-out: %w", err)
-				}
-			}
+			// Bind first: a target that cannot listen (its port taken by
+			// another target, say) must not overwrite that one's --ca-out.
 			srv, err := target.New(target.Config{Addr: addr, Cert: b.Cert, Workers: workers, ServiceTime: service, HTTP3: http3})
 			if err != nil {
 				return err
+			}
+			if caOut != "" {
+				if err := os.WriteFile(caOut, b.CAPEM, 0o644); err != nil {
+					_ = srv.Close()
+					return fmt.Errorf("--ca-out: %w", err)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()

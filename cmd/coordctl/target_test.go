@@ -135,3 +135,31 @@ func TestTargetHTTP3Off(t *testing.T) {
 		t.Errorf("coordctl target --http3=false printed %q, want no HTTP/3 line and quic_connections=0", out)
 	}
 }
+
+// TestTargetBusyPortKeepsCA: a second coordctl target on a port already
+// taken fails naming the address and leaves the first one's --ca-out as it
+// was: the CA file still verifies the running target, so a run against it
+// is not told the certificate is signed by an unknown authority.
+func TestTargetBusyPortKeepsCA(t *testing.T) {
+	url, caFile, _ := startTargetCmd(t)
+	before, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/")
+	cmd := newTargetCmd()
+	cmd.SetArgs([]string{"--addr", addr, "--ca-out", caFile})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err = cmd.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("coordctl target --addr %s while another target holds it: %v, want an error naming the address", addr, err)
+	}
+	after, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("coordctl target --addr %s (busy) overwrote --ca-out %s: the running target's CA is lost", addr, caFile)
+	}
+}
