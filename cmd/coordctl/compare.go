@@ -224,6 +224,12 @@ compare --html).`,
 			if err != nil {
 				return err
 			}
+			if n := (pa.Duration + pa.Interval - 1) / pa.Interval; f.repeats == 1 && n < compare.MinIntervals {
+				// Refused before any run, as the comparison would refuse
+				// them after (compare.ErrTooFewIntervals).
+				return &usageError{fmt.Errorf("ab: --repeats 1 -d %s: %d interval(s) of %s per run; the bootstrap over intervals needs at least %d (-d %s or more), or give --repeats %d or more",
+					pa.Duration, n, pa.Interval, compare.MinIntervals, time.Duration(compare.MinIntervals)*pa.Interval, compare.MinRuns)}
+			}
 			htmlOut, err := openHTMLOutput(f.htmlFile)
 			if err != nil {
 				return err

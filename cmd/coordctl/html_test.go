@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phalanxload/phalanx/internal/compare"
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
@@ -134,7 +135,7 @@ func pageData(t *testing.T, page string) *report.HTMLData {
 // very lines the text prints, and both sides' runs, timeline and spectrum;
 // a bad --html path is refused before any work, naming the flag.
 func TestCompareHTML(t *testing.T) {
-	dir, id := storeWithRun(t)
+	dir, id := storeWithRunOf(t, compare.MinIntervals)
 	page := filepath.Join(t.TempDir(), "compare.html")
 	code, out, stderr := runCLI("compare", "--data-dir", dir, "--html", page, id, id)
 	if code != 0 {
@@ -160,7 +161,7 @@ func TestCompareHTML(t *testing.T) {
 		}
 	}
 	for _, s := range []report.CompareSide{c.Baseline, c.Candidate} {
-		if len(s.Runs) != 1 || s.Runs[0].RunID != id || len(s.Timeline.P99Us) != 2 || s.Timeline.RPS[0] == 0 || len(s.Spectra.Latency) == 0 {
+		if len(s.Runs) != 1 || s.Runs[0].RunID != id || len(s.Timeline.P99Us) != compare.MinIntervals || s.Timeline.RPS[0] == 0 || len(s.Spectra.Latency) == 0 {
 			t.Errorf("side %s: runs %+v, timeline %+v, %d spectrum pairs", s.Label, s.Runs, s.Timeline, len(s.Spectra.Latency)/2)
 		}
 	}

@@ -187,6 +187,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--bogus", "https://127.0.0.1/"}, "unknown flag: --bogus"},
 		{[]string{"run", "--cacert", "main_test.go", "https://127.0.0.1/"}, "--cacert main_test.go: holds no PEM certificate"},
 		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--repeats", "2"}, "ab: --repeats 2: want 1 (a bootstrap over intervals) or at least 4"},
+		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--repeats", "1", "-d", "1s"}, "ab: --repeats 1 -d 1s: 1 interval(s) of 1s per run; the bootstrap over intervals needs at least 5 (-d 5s or more), or give --repeats 4 or more"},
 		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--cacert", "main_test.go"}, "--cacert main_test.go: holds no PEM certificate"},
 		{[]string{"run"}, "run takes a URL, or a plan file and optionally a URL, got 0 arguments"},
 		{[]string{"run", "-c", "0", "https://127.0.0.1/"}, "connections 0: want at least 1"},

@@ -35,6 +35,12 @@ func TestParseSince(t *testing.T) {
 // intervals (100 requests each at 500 us), tagged base.
 func storeWithRun(t *testing.T) (dir, id string) {
 	t.Helper()
+	return storeWithRunOf(t, 2)
+}
+
+// storeWithRunOf is storeWithRun with n intervals (100 requests each).
+func storeWithRunOf(t *testing.T, n int32) (dir, id string) {
+	t.Helper()
 	dir, id = t.TempDir(), "20261202T100000Z-abcdef"
 	h := hist.New()
 	for range 100 {
@@ -46,7 +52,7 @@ func storeWithRun(t *testing.T) (dir, id string) {
 	}
 	r := &pb.StoredRun{RunId: id, Plan: &pb.Plan{Url: "https://127.0.0.1:8443/", Connections: 4}, AcceptedAtUnixNano: time.Now().UnixNano(),
 		Tags: []string{"base"}, State: pb.RunState_RUN_STATE_NOT_FINISHED, Error: "the coordinator stopped during the run"}
-	for i := range int32(2) {
+	for i := range n {
 		r.Intervals = append(r.Intervals, &pb.Progress{Index: i, Point: &pb.TimelinePoint{Index: i, Start: durationpb.New(time.Duration(i) * time.Second),
 			Length: durationpb.New(time.Second), Requests: 100, Latency: b}, Counters: &pb.Counters{Requests: 100, Status: map[int32]int64{200: 100}}})
 	}

@@ -31,6 +31,18 @@ const Alpha = 0.05
 // Confidence is the confidence level of every interval.
 const Confidence = 0.95
 
+// MinIntervals is the fewest intervals each run of a one-run-per-side
+// comparison must have. A bootstrap over n intervals has only
+// C(2n-1, n) distinct resamples: 1 for one interval, 3 for two, so its
+// CI collapses onto the point estimate and any difference, noise
+// included, would be "significant"; from 5 intervals (126 resamples)
+// the CI reflects the intervals' spread.
+const MinIntervals = 5
+
+// ErrTooFewIntervals: a one-run-per-side comparison whose run has fewer
+// than MinIntervals intervals. The error wrapping it names the run.
+var ErrTooFewIntervals = fmt.Errorf("compare: one run per side is compared over its intervals, which needs at least %d per run (a longer window, -d, or at least %d runs per side)", MinIntervals, MinRuns)
+
 // MinRuns is the fewest runs per side for which the Mann-Whitney U test
 // can reach p < Alpha (4 + 4 runs give p ≥ 0.029; 3 + 3 never below 0.1).
 const MinRuns = 4
@@ -149,8 +161,8 @@ var metrics = []extractor{
 
 // Compare compares baseline a with candidate b. Client-bound runs are
 // left out (listed in Excluded) unless includeClientBound. Errors: no run
-// on a side, or ErrTooFew. seed seeds the bootstrap (results are
-// reproducible for a seed).
+// on a side, ErrTooFew, or (one run per side) ErrTooFewIntervals. seed
+// seeds the bootstrap (results are reproducible for a seed).
 func Compare(a, b []Run, includeClientBound bool, seed uint64) (*Result, error) {
 	res := &Result{}
 	a = res.keep(a, "baseline", includeClientBound)
@@ -321,8 +333,13 @@ func bootstrap(a, b Run, rng *rand.Rand) ([]Metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ia.lat) == 0 || len(ib.lat) == 0 {
-		return nil, nil
+	for _, side := range []struct {
+		id string
+		n  int
+	}{{a.Report.RunID, len(ia.lat)}, {b.Report.RunID, len(ib.lat)}} {
+		if side.n < MinIntervals {
+			return nil, fmt.Errorf("%w: run %s has %d", ErrTooFewIntervals, side.id, side.n)
+		}
 	}
 	all := func(n int) []int {
 		idx := make([]int, n)

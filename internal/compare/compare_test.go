@@ -1,7 +1,10 @@
 package compare
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/phalanxload/phalanx/internal/hist"
@@ -101,5 +104,21 @@ func TestBootstrapOneRun(t *testing.T) {
 		if m.Significant {
 			t.Errorf("same run: %+v", m)
 		}
+	}
+}
+
+// TestBootstrapTooFewIntervals: a one-run-per-side comparison whose run
+// has fewer than MinIntervals intervals is refused, naming the run: with
+// one interval each, every resample is the run itself, so the CI would
+// be the point estimate and a noise difference "significant".
+func TestBootstrapTooFewIntervals(t *testing.T) {
+	for _, n := range []int{1, 2, MinIntervals - 1} {
+		_, err := Compare([]Run{intervalRun("a", 10, 1000)}, []Run{intervalRun("b", n, 1200)}, false, 1)
+		if !errors.Is(err, ErrTooFewIntervals) || !strings.Contains(err.Error(), fmt.Sprintf("run b has %d", n)) {
+			t.Errorf("Compare(10 intervals, %d intervals) = %v, want ErrTooFewIntervals naming run b", n, err)
+		}
+	}
+	if _, err := Compare([]Run{intervalRun("a", MinIntervals, 1000)}, []Run{intervalRun("b", MinIntervals, 1200)}, false, 1); err != nil {
+		t.Errorf("Compare(%d intervals each) = %v, want a comparison", MinIntervals, err)
 	}
 }
