@@ -646,25 +646,30 @@ func (d *delegate) MergeRemoteState(b []byte, _ bool) {
 // would otherwise write one every second, forever.
 const logRepeatEvery = 30 * time.Second
 
-// gossipKeyHint is added to memberlist's lines that mean two members do
-// not share a gossip key (memberlist's own wording, net.go and
-// security.go of hashicorp/memberlist).
-const gossipKeyHint = "gossip key mismatch: this member and the peer share no key " +
-	"(check --gossip-key-file on both; coordctl keyring list shows each member's keys)"
-
-var gossipKeyErrors = []string{
-	"no installed keys could decrypt the message",
-	"encryption is not configured",
-	"remote state is encrypted",
-	"No installed keys could decrypt",
+// gossipKeyHints are added to memberlist's lines (and join errors) that
+// mean two members do not share a gossip key, by memberlist's own wording
+// (net.go and security.go of hashicorp/memberlist), matched without case:
+// a member without a key and an encrypting peer, the reverse, or two keys
+// that differ. Each says which side lacks what.
+var gossipKeyHints = []struct{ match, hint string }{
+	{"remote state is encrypted and encryption is not configured",
+		"gossip key missing here: the peer encrypts gossip and this member has no key " +
+			"(give it --gossip-key-file with the cluster's key file)"},
+	{"encryption is configured but remote state is not encrypted",
+		"gossip key missing on the peer: this member encrypts gossip and the peer has no key " +
+			"(start the peer with --gossip-key-file, the cluster's key file)"},
+	{"no installed keys could decrypt",
+		"gossip key mismatch: this member and the peer share no key " +
+			"(check --gossip-key-file on both; coordctl keyring list shows each member's keys)"},
 }
 
-// keyHint returns the attributes ("hint", gossipKeyHint) for a memberlist
-// message that means a gossip key mismatch, else none.
+// keyHint returns the attributes ("hint", ...) of gossipKeyHints for a
+// memberlist message that means a gossip key mismatch, else none.
 func keyHint(msg string) []any {
-	for _, e := range gossipKeyErrors {
-		if strings.Contains(msg, e) {
-			return []any{"hint", gossipKeyHint}
+	msg = strings.ToLower(msg)
+	for _, h := range gossipKeyHints {
+		if strings.Contains(msg, h.match) {
+			return []any{"hint", h.hint}
 		}
 	}
 	return nil

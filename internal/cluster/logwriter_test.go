@@ -80,3 +80,23 @@ func TestLogWriterClosing(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyHint: each of memberlist's key errors gets the hint that says
+// which side lacks what (the join error an agent without a key gets from
+// an encrypting cluster used to say the two "share no key"); other
+// messages get none.
+func TestKeyHint(t *testing.T) {
+	for _, c := range []struct{ msg, want string }{
+		{"failed to join 127.0.0.1:7946: Remote state is encrypted and encryption is not configured", "this member has no key"},
+		{"failed to receive: Encryption is configured but remote state is not encrypted", "the peer has no key"},
+		{"failed to join 127.0.0.1:7946: No installed keys could decrypt the message", "share no key"},
+	} {
+		got := keyHint(c.msg)
+		if len(got) != 2 || !strings.Contains(got[1].(string), c.want) || !strings.Contains(got[1].(string), "--gossip-key-file") {
+			t.Errorf("keyHint(%q) = %v, want a hint saying %q", c.msg, got, c.want)
+		}
+	}
+	if got := keyHint("failed to join 127.0.0.1:7946: dial tcp 127.0.0.1:7946: connect: connection refused"); got != nil {
+		t.Errorf("keyHint(connection refused) = %v, want none", got)
+	}
+}
