@@ -169,6 +169,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		if hint := flagHint(err); hint != "" {
 			return &usageError{fmt.Errorf("%w; %s (see %s --help)", err, hint, c.CommandPath())}
 		}
+		if s := daemon.FlagSuggestion(c, err); s != "" {
+			return &usageError{fmt.Errorf("%w; %s (see %s --help)", err, s, c.CommandPath())}
+		}
 		return &usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	def := os.Getenv(CoordinatorEnv)

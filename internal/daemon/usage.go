@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // Exit statuses shared by agent, coordinator and coordctl (README, Exit
@@ -96,6 +98,30 @@ func valueProblem(typ, value string, cause error) string {
 	return "invalid value"
 }
 
+// FlagSuggestion returns "did you mean --NAME?" for pflag's unknown-flag
+// error (`unknown flag: --conections`) when one of c's flags, its own or
+// inherited, is within plan.Closest's edit distance of the name given;
+// else "". Hidden and deprecated flags are never suggested.
+func FlagSuggestion(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	}
+	c.Flags().VisitAll(add)
+	c.InheritedFlags().VisitAll(add)
+	if s := plan.Closest(name, names); s != "" {
+		return "did you mean --" + s + "?"
+	}
+	return ""
+}
+
 // Execute runs a daemon's command (agent, coordinator) with args and returns
 // its exit status (ExitStatus), printing an error on stderr after name:
 // "agent: ...". Unknown flags, arguments and refused flag values are usage
@@ -104,6 +130,9 @@ func Execute(cmd *cobra.Command, name string, args []string, stderr io.Writer) i
 	cmd.SetArgs(args)
 	cmd.SetErr(stderr)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if s := FlagSuggestion(c, err); s != "" {
+			return Usage(fmt.Errorf("%w; %s (see %s --help)", err, s, c.CommandPath()))
+		}
 		return Usage(fmt.Errorf("%w (see %s --help)", FlagValueError(err), c.CommandPath()))
 	})
 	if validate := cmd.Args; validate != nil {

@@ -275,15 +275,25 @@ func suggestField(name, typeName string) string {
 	if typeName == reflect.TypeFor[File]().String() && slices.Contains(yamlFields(reflect.TypeFor[fileTLS]()), name) {
 		return "tls." + name
 	}
-	best, bestDist := "", 3
 	for _, t := range fileTypes {
-		if t.String() != typeName {
-			continue
+		if t.String() == typeName {
+			return Closest(name, yamlFields(t))
 		}
-		for _, field := range yamlFields(t) {
-			if d := editDistance(name, field); d < bestDist {
-				best, bestDist = field, d
-			}
+	}
+	return ""
+}
+
+// Closest returns the candidate nearest to name by edit distance
+// (Levenshtein), provided it is at most 2, cobra's default
+// SuggestionsMinimumDistance for "did you mean" on commands; "" when none
+// is that close. Of equally near candidates the first wins. The plan
+// file's unknown fields and the binaries' unknown flags are suggested
+// with it.
+func Closest(name string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDist {
+			best, bestDist = c, d
 		}
 	}
 	return best
