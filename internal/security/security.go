@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // Mode is how a gRPC hop is secured.
@@ -293,8 +294,9 @@ func (cfg Config) creds() (*tlsCreds, error) {
 
 // ServerOptions returns the options that secure a gRPC server of cfg's
 // process (the coordinator's for coordctl, an agent's for the
-// coordinator): its credentials and, in ModeMutualTLS, the interceptors
-// that refuse every call of a peer without a certificate of the CA
+// coordinator): its credentials and, in ModeMutualTLS, the tap handle
+// (grpc.InTapHandle, before the method is looked up or the message read)
+// that refuses every call of a peer without a certificate of the CA
 // (codes.Unauthenticated) or of a role that may not call this server
 // (codes.PermissionDenied), logging each refusal and failed handshake on
 // log with the peer's address and the reason. It fails on an unknown Mode
@@ -333,17 +335,18 @@ func (cfg Config) ServerOptions(log *slog.Logger) ([]grpc.ServerOption, error) {
 	}
 	return []grpc.ServerOption{
 		grpc.Creds(tc),
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := g.admit(ctx, info.FullMethod); err != nil {
+		// The gate is the tap handle, which runs as a call's headers
+		// arrive: before its method is looked up and before its message
+		// is read. As an interceptor it ran after the generated handler
+		// had decoded the message, so a stranger's malformed message got
+		// Internal and an unknown method Unimplemented, neither logged.
+		// The tap runs on the connection's reading goroutine; admit only
+		// verifies the certificate already received, without I/O.
+		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			if err := g.admit(ctx, info.FullMethodName); err != nil {
 				return nil, err
 			}
-			return h(ctx, req)
-		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := g.admit(ss.Context(), info.FullMethod); err != nil {
-				return err
-			}
-			return h(srv, ss)
+			return ctx, nil
 		}),
 	}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"github.com/phalanxload/phalanx/internal/security"
@@ -320,4 +321,44 @@ func mustPEM(t *testing.T, data []byte) []byte {
 		t.Fatal("no PEM block")
 	}
 	return b.Bytes
+}
+
+// rawCodec sends the bytes it is given as the message, unchecked, and
+// reads nothing.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+func (rawCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
+func (rawCodec) Name() string                         { return "proto" }
+
+// TestRefusedBeforeDecoding: a caller without a certificate is refused
+// with Unauthenticated (and logged) before the server reads its message
+// or looks its method up: a malformed message got Internal ("grpc: error
+// unmarshalling request") and an unknown method Unimplemented, neither
+// logged, when the gate ran as an interceptor, after decoding.
+func TestRefusedBeforeDecoding(t *testing.T) {
+	pki := securitytest.New(t)
+	addr, log := serve(t, pki.Config(t, security.RoleCoordinator))
+	conn, err := grpc.NewClient(addr, securitytest.Dial(t, nil, nil, pki.Pool(), security.RoleCoordinator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range []struct{ method, what string }{
+		{"/grpc.health.v1.Health/Check", "a malformed message"},
+		{"/phalanx.v1.NoSuchService/Nothing", "an unknown method"},
+	} {
+		var reply []byte
+		err := conn.Invoke(ctx, c.method, []byte{0xff, 0xff, 0xff}, &reply, grpc.ForceCodecV2(rawCodec{}))
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s without a certificate (%s): %v, want Unauthenticated", c.what, c.method, err)
+		}
+		if len(log.Lines("refused a gRPC call", "method="+c.method, "no client certificate")) == 0 {
+			t.Errorf("%s without a certificate: no refusal logged:\n%s", c.what, log)
+		}
+	}
 }
