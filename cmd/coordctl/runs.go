@@ -350,6 +350,9 @@ func newReportCmd(co *coordinatorFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == "csv-per-agent" && !run.HasAgentIntervals() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "coordctl: run %s kept no per-agent intervals (a run keeps them when started with --csv-per-agent or --hlog): only the merged rows\n", run.ID)
+			}
 			return write(cmd.OutOrStdout(), run, rep)
 		},
 	}

@@ -90,6 +90,15 @@ func TestStoreCommandsOnDataDir(t *testing.T) {
 	if out, errOut, code = coordctl("report", "--data-dir", dir, "--format", "csv", id); code != 0 || strings.Count(out, "\n") != 3 {
 		t.Errorf("report --format csv: exit %d, want a header and 2 rows\n%s%s", code, out, errOut)
 	}
+	// The stored run kept no agent's intervals: csv-per-agent gives the
+	// merged rows and says why there are no others.
+	if out, errOut, code = coordctl("report", "--data-dir", dir, "--format", "csv-per-agent", id); code != 0 || strings.Count(out, "\n") != 3 ||
+		!strings.Contains(errOut, "run "+id+" kept no per-agent intervals (a run keeps them when started with --csv-per-agent or --hlog)") {
+		t.Errorf("report --format csv-per-agent of a run without agent intervals: exit %d, want a header, 2 rows and a note on stderr\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code = coordctl("report", "--data-dir", dir, "--format", "csv", id); errOut != "" {
+		t.Errorf("report --format csv: exit %d, stderr %q, want none", code, errOut)
+	}
 	if out, errOut, code = coordctl("report", "--data-dir", dir, "--format", "h2load", id); code != 0 || !strings.Contains(out, "requests: 200 total") {
 		t.Errorf("report --format h2load: exit %d, want h2load's requests line\n%s%s", code, out, errOut)
 	}

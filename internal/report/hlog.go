@@ -47,7 +47,7 @@ func WriteHlog(w io.Writer, r *Run) error {
 	p := &printer{w: w}
 	base := r.StartedAt.Add(r.WarmupDuration)
 	who := "one line per interval merged across agents and one per agent (Tag=NAME)"
-	if !hasAgentIntervals(r) {
+	if !r.HasAgentIntervals() {
 		who = "one line per interval merged across agents (no per-agent intervals kept)"
 	}
 	p.f("#[Phalanx run %s, latency in us (Interval_Max in ms), %s]\n", r.ID, who)
@@ -114,8 +114,10 @@ func hlogTag(name string) string {
 	}, name)
 }
 
-// hasAgentIntervals reports whether r's result kept any agent's intervals.
-func hasAgentIntervals(r *Run) bool {
+// HasAgentIntervals reports whether r's result kept any agent's intervals:
+// a run kept them when asked (RunPlanRequest.agent_intervals: coordctl
+// run --hlog or --csv-per-agent).
+func (r *Run) HasAgentIntervals() bool {
 	for _, a := range r.Agents {
 		if len(a.Intervals) > 0 {
 			return true

@@ -201,7 +201,7 @@ func BuildHTMLData(run *Run, rep *Report) (*HTMLData, error) {
 	for a := range t.CPUBusy {
 		t.CPUBusy[a] = make([]float64, n)
 	}
-	if hasAgentIntervals(run) {
+	if run.HasAgentIntervals() {
 		pos := make(map[int32]int, n)
 		for i, pt := range run.Timeline {
 			pos[pt.Index] = i
