@@ -28,7 +28,7 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 	if caFile != "" {
 		var err error
 		if p.TLS.CAPEM, err = os.ReadFile(caFile); err != nil {
-			return fmt.Errorf("--cacert: %w", err)
+			return &usageError{fmt.Errorf("--cacert: %w", err)}
 		}
 		if err := plan.CheckCABundle(p.TLS.CAPEM); err != nil {
 			return &usageError{fmt.Errorf("--cacert %s: %w", caFile, err)}

@@ -339,12 +339,12 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	var err error
 	if f.bodyFile != "" {
 		if p.Body, err = os.ReadFile(f.bodyFile); err != nil {
-			return p, fmt.Errorf("--body: %w", err)
+			return p, &usageError{fmt.Errorf("--body: %w", err)}
 		}
 	}
 	if f.caFile != "" {
 		if p.TLS.CAPEM, err = os.ReadFile(f.caFile); err != nil {
-			return p, fmt.Errorf("--cacert: %w", err)
+			return p, &usageError{fmt.Errorf("--cacert: %w", err)}
 		}
 		if err := plan.CheckCABundle(p.TLS.CAPEM); err != nil {
 			return p, &usageError{fmt.Errorf("--cacert %s: %w", f.caFile, err)}
@@ -356,16 +356,16 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	}
 	if f.certFile != "" {
 		if p.TLS.CertPEM, err = os.ReadFile(f.certFile); err != nil {
-			return p, fmt.Errorf("--cert: %w", err)
+			return p, &usageError{fmt.Errorf("--cert: %w", err)}
 		}
 		if p.TLS.KeyPEM, err = os.ReadFile(f.keyFile); err != nil {
-			return p, fmt.Errorf("--key: %w", err)
+			return p, &usageError{fmt.Errorf("--key: %w", err)}
 		}
 	}
 	if f.mixFile != "" {
 		fh, err := os.Open(f.mixFile)
 		if err != nil {
-			return p, fmt.Errorf("--mix: %w", err)
+			return p, &usageError{fmt.Errorf("--mix: %w", err)}
 		}
 		base := p.URL // relative mix lines go to the run's URL: the one after a plan file, else the plan's or the command line's
 		if len(args) == 2 {

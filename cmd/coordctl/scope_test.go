@@ -49,12 +49,14 @@ func TestClusterFlagsScope(t *testing.T) {
 }
 
 // TestRunErrorExitsOne: an error that is no bad command line exits 1, as
-// agent and coordinator do (their TestExitStatus), never 2.
+// agent and coordinator do (their TestExitStatus), never 2. (A file a flag
+// names that cannot be read, --cacert's say, is a bad command line, as a
+// missing plan file: TestUsageErrors.)
 func TestRunErrorExitsOne(t *testing.T) {
 	for _, args := range [][]string{
 		{"--coordinator", "127.0.0.1:1", "agents"},
 		{"--coordinator", "127.0.0.1:1", "run", "-c1", "-d1", "https://127.0.0.1:1/"},
-		{"run", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/"},
+		{"--coordinator", "127.0.0.1:1", "runs"},
 	} {
 		code, _, stderr := runCLI(args...)
 		if code != 1 || !strings.HasPrefix(stderr, "coordctl: ") {
