@@ -121,7 +121,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return Plan{}, decodeError(err)
+		return Plan{}, decodeError(err, lineCount(data))
 	}
 	p := Plan{
 		URL: f.URL, Method: f.Method, Connections: f.Connections,
@@ -238,18 +238,65 @@ func parseHeaders(field string, in []string) ([]Header, error) {
 // their Go type.
 var fileTypes = []reflect.Type{reflect.TypeFor[File](), reflect.TypeFor[fileTLS](), reflect.TypeFor[fileStage](), reflect.TypeFor[fileReq]()}
 
+// parserProblems are the problems of the YAML parser proper (parserc.go
+// of go.yaml.in/yaml/v3), as against its scanner's. For these the library
+// prints the 0-based line of the mark (parser.fail in decode.go adds one
+// for scanner errors only), and none at all on the first line: an
+// unclosed "[" on line 2 is reported as "line 1".
+var parserProblems = []string{
+	"did not find expected node content",
+	"did not find expected key",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or '}'",
+	"did not find expected ',' or ']'",
+	"did not find expected <document start>",
+	"found undefined tag handle",
+	"found incompatible YAML document",
+	"found duplicate %YAML directive",
+	"found duplicate %TAG directive",
+}
+
+var syntaxLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// syntaxLine returns the YAML library's syntax error msg ("line 1: did not
+// find expected ',' or ']'") with a parser problem's line counted from 1,
+// as the scanner's and every other message of the plan file are, and at
+// most lines, the file's last line (the stream's end, where an unclosed
+// construct is found, is one line past a last line without a newline).
+func syntaxLine(msg string, lines int) string {
+	n, problem := 0, msg
+	if m := syntaxLineRE.FindStringSubmatch(msg); m != nil {
+		n, _ = strconv.Atoi(m[1])
+		problem = m[2]
+	}
+	if !slices.Contains(parserProblems, problem) {
+		return msg
+	}
+	return fmt.Sprintf("line %d: %s", max(1, min(n+1, lines)), problem)
+}
+
+// lineCount is the number of lines of data, a last one without a newline
+// included.
+func lineCount(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
 var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)$`)
 
 // decodeError restates a YAML decoding error without Go type names: an
 // unknown field becomes `line N: unknown field "x"`, with the closest
 // known field of its mapping as a suggestion.
-func decodeError(err error) error {
+func decodeError(err error, lines int) error {
 	if errors.Is(err, io.EOF) {
 		return errors.New("empty plan: want a YAML mapping with at least url (docs/plan.md)")
 	}
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+		return errors.New(syntaxLine(strings.TrimPrefix(err.Error(), "yaml: "), lines))
 	}
 	errs := make([]error, len(te.Errors))
 	for i, msg := range te.Errors {

@@ -97,6 +97,14 @@ func TestParseFileErrors(t *testing.T) {
 		{"headers: [nocolon]", `headers[0] = "nocolon": want 'Name: value'`},
 		{"body_file: missing.txt", "body_file: open missing.txt"},
 		{"url: [", "line 1: did not find expected node content"},
+		// The YAML parser's own problems are counted from line 1, as its
+		// scanner's are (the library prints them 0-based).
+		{"url: https://x/\nconnections: [10\n", "line 2: did not find expected ',' or ']'"},
+		{"url: https://x/\nconnections: [10", "line 2: did not find expected ',' or ']'"},
+		{"url: https://x/\nconnections: 10\nheaders: {a: 1\n\n", "line 3: did not find expected ',' or '}'"},
+		{"url: https://x/\nheaders:\n  - 'a: b'\n - 'c: d'\n", "line 4: did not find expected key"},
+		{"url: https://x/\nconnections: 10\n  duration: 1s\n", "line 3: mapping values are not allowed in this context"},
+		{"url: https://x/\n\tconnections: 3\n", "line 2: found a tab character that violates indentation"},
 	} {
 		_, err := ParseFile([]byte(tc.in), readFiles(nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
