@@ -361,7 +361,11 @@ func (s *searcher) inconclusive(st *step) error {
 		msg += "; saturated: " + strings.Join(s.saturated, ", ")
 	}
 	if s.more > 0 {
-		msg += fmt.Sprintf("; add at least %d agents (%d → %d) or give them more CPUs", s.more, n, n+s.more)
+		agents := "agents"
+		if s.more == 1 {
+			agents = "agent"
+		}
+		msg += fmt.Sprintf("; add at least %d %s (%d → %d) or give them more CPUs", s.more, agents, n, n+s.more)
 	}
 	if s.lo > 0 {
 		msg += fmt.Sprintf("; every SLO held up to %s %s", fmtLoad(s.lo), s.unit())

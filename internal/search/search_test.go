@@ -91,7 +91,7 @@ func TestClientBoundInconclusive(t *testing.T) {
 	if last := r.Steps[len(r.Steps)-1]; last.Verdict != "inconclusive" || last.Target != 4000 {
 		t.Errorf("last step %+v", last)
 	}
-	if !strings.Contains(r.Message, "too small") || !strings.Contains(r.Message, "up to 2000") {
+	if !strings.Contains(r.Message, "too small") || !strings.Contains(r.Message, "up to 2000") || !strings.Contains(r.Message, "add at least 1 agent (2 → 3)") {
 		t.Errorf("message %q", r.Message)
 	}
 	runLevel := func(_ context.Context, x float64, _ int) (Outcome, error) {
