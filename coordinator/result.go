@@ -161,10 +161,17 @@ func (rn *run) result() (*pb.RunResult, error) {
 // issued requests are those whose outcome it reported (any still in
 // flight are unknown) and Error says why.
 func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
+	// The row's connections are the share's part of -c, or at a connection
+	// rate (where -c opens nothing) its part of --max-open, the cap the
+	// report's header names.
+	conns := r.share.Connections
+	if r.share.Plan.ConnectionRate {
+		conns = r.share.MaxConnections
+	}
 	ar := &pb.AgentResult{
 		Name:        r.meta.GetName(),
 		GrpcAddr:    r.meta.GetGrpcAddr(),
-		Connections: int64(r.share.Connections),
+		Connections: int64(conns),
 		Requests:    r.counters.Requests,
 		Errors:      r.counters.ErrorTotal(),
 		CpuTime:     durationpb.New(r.cpu),

@@ -34,6 +34,9 @@ func TestConnectionRatePlanFile(t *testing.T) {
 			RequestsPerConnection int     `json:"requests_per_connection"`
 		} `json:"connection_rate"`
 		Issued int64 `json:"issued"`
+		Agents []struct {
+			Connections int64 `json:"connections"`
+		} `json:"agents"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
@@ -46,6 +49,11 @@ func TestConnectionRatePlanFile(t *testing.T) {
 	// fewer).
 	if cr.Connections < 10 || rep.Issued > 2*cr.Connections || rep.Issued < cr.Connections {
 		t.Errorf("%d connections issued %d requests: want 2 each", cr.Connections, rep.Issued)
+	}
+	// The agent's row gives its part of --max-open (the larger of -c, 10,
+	// and the rate, 40), not of -c, which opens nothing at a connection rate.
+	if len(rep.Agents) != 1 || rep.Agents[0].Connections != 40 {
+		t.Errorf("agent rows %+v: want one of 40 connections, its part of --max-open", rep.Agents)
 	}
 	if !strings.Contains(stdout, "Conn rate:") {
 		t.Errorf("text report lacks the connection rate:\n%s", stdout)

@@ -580,7 +580,9 @@ type Warmup struct {
 	Errors    map[string]int64 `json:"errors"`
 }
 
-// Agent is one agent's row.
+// Agent is one agent's row. Connections is its part of the plan's
+// connections, or at a connection rate of its cap on connections open at
+// once (--max-open).
 type Agent struct {
 	Name        string  `json:"name"`
 	Connections int64   `json:"connections"`
