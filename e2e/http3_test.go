@@ -62,3 +62,40 @@ func TestHTTP3CountsMatchServer(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTP3EarlyDataMatchesServer runs a connection-rate HTTP/3 plan with
+// resumption and early data through two agents against a quic-go server,
+// and compares the coordinator's merged counts with the server's exactly:
+// 0-RTT accepted handshakes are the requests it received in 0-RTT,
+// resumed handshakes its resumed ones, issued requests the requests it
+// handled. Against the same server rejecting 0-RTT, every offer is
+// counted rejected and every request still reaches it once.
+func TestHTTP3EarlyDataMatchesServer(t *testing.T) {
+	skip0RTTUnderRace(t)
+	for _, reject := range []bool{false, true} {
+		s := h3test.Start(t, testCA(t).Cert, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+		s.Reject0RTT.Store(reject)
+		p := plan.Plan{URL: s.URL + "/", Protocol: plan.H3, Connections: 2, MaxConnections: 20, Duration: time.Second, Load: plan.OpenLoop, Rate: 50,
+			ConnectionRate: true, RequestsPerConnection: 1, TLS: plan.TLS{Resume: true, EarlyData: true}}
+		r := runCase(t, p, 2, 1).Report
+		if f := agentFailures(r); f != "" {
+			t.Fatalf("reject %v: agent failures: %s", reject, f)
+		}
+		h := r.Handshakes
+		t.Logf("reject %v: latency %+v, in flight %d", reject, r.Latency, r.InFlight)
+		t.Logf("reject %v: %d requests, errors %v, handshakes %+v; server: %d requests, %d resumed, %d early requests", reject, r.Requests, r.Errors, h,
+			s.Requests.Load(), s.Resumed.Load(), s.EarlyRequests.Load())
+		if r.Issued != s.Requests.Load() || r.Requests == 0 || r.ErrorTotal() != 0 {
+			t.Errorf("reject %v: issued %d (completed %d, errors %v): the server handled %d", reject, r.Issued, r.Requests, r.Errors, s.Requests.Load())
+		}
+		// Rejected, the server may not see the end of a handshake whose
+		// connection closes right after it (TestHTTP3EarlyDataRejected).
+		h3test.WaitFor(func() bool { return s.Resumed.Load() >= h.Resumed && s.EarlyRequests.Load() >= h.EarlyAccepted })
+		if s.EarlyRequests.Load() != h.EarlyAccepted || s.Resumed.Load() > h.Resumed || (!reject && s.Resumed.Load() != h.Resumed) {
+			t.Errorf("reject %v: %d resumed, %d 0-RTT accepted: the server resumed %d, received %d requests in 0-RTT", reject, h.Resumed, h.EarlyAccepted, s.Resumed.Load(), s.EarlyRequests.Load())
+		}
+		if h.EarlyOffered == 0 || h.EarlyRejected != h.EarlyOffered-h.EarlyAccepted || (reject && h.EarlyAccepted != 0) || (!reject && h.EarlyRejected != 0) {
+			t.Errorf("reject %v: 0-RTT %d offered, %d accepted, %d rejected", reject, h.EarlyOffered, h.EarlyAccepted, h.EarlyRejected)
+		}
+	}
+}

@@ -53,6 +53,7 @@ type runFlags struct {
 	maxRedirects   int
 
 	tlsResume bool
+	earlyData bool
 	tlsMin    string
 	tlsMax    string
 	ciphers   []string
@@ -225,6 +226,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.resolver, "resolver", "", "DNS server HOST:PORT to resolve the target with (default: the system's); each agent resolves once")
 	fl.StringVar(&f.mixFile, "mix", "", "request-mix file: lines of METHOD URL [header=\"N: v\"] [body=FILE] [weight=N]; a URL without a scheme (/a) is resolved against the run's URL")
 	fl.BoolVar(&f.tlsResume, "tls-resume", false, "resume TLS sessions on new connections (a session cache per worker); off: every handshake is full")
+	fl.BoolVar(&f.earlyData, "early-data", false, "with --http3 and --tls-resume (or --resume-ratio): send each connection's first request in 0-RTT (TLS 1.3 early data) when it offers a session; GET and HEAD only; counted offered, accepted and rejected (a rejected request is sent again, once, on a new connection)")
 	fl.StringVar(&f.tlsMin, "tls-min", "", "lowest TLS version: 1.0, 1.1, 1.2 or 1.3 (default 1.2)")
 	fl.StringVar(&f.tlsMax, "tls-max", "", "highest TLS version (default 1.3)")
 	fl.StringSliceVar(&f.ciphers, "ciphers", nil, "TLS 1.2 cipher suites, IANA or OpenSSL names, comma-separated")
@@ -297,6 +299,7 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	override("resolver", func() { p.Resolver = f.resolver })
 	override("insecure", func() { p.TLS.Insecure = f.insecure })
 	override("tls-resume", func() { p.TLS.Resume = f.tlsResume })
+	override("early-data", func() { p.TLS.EarlyData = f.earlyData })
 	override("tls-min", func() { p.TLS.MinVersion = f.tlsMin })
 	override("tls-max", func() { p.TLS.MaxVersion = f.tlsMax })
 	override("ciphers", func() { p.TLS.Ciphers = f.ciphers })
@@ -414,7 +417,7 @@ var fieldFlags = map[string]string{
 	"max_connections": "max-connections", "warmup": "warmup", "http2": "http2", "http3": "http3", "max_streams": "max-streams",
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
-	"requests_per_connection": "requests-per-connection", "cps": "cps", "max_redirects": "max-redirects", "tls.resume_ratio": "resume-ratio", "source_ips": "source-ips",
+	"requests_per_connection": "requests-per-connection", "cps": "cps", "max_redirects": "max-redirects", "tls.resume_ratio": "resume-ratio", "tls.early_data": "early-data", "source_ips": "source-ips",
 	"tls.ca_file": "cacert", "close": "close",
 }
 

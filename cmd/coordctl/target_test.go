@@ -163,3 +163,51 @@ func TestTargetBusyPortKeepsCA(t *testing.T) {
 		t.Errorf("coordctl target --addr %s (busy) overwrote --ca-out %s: the running target's CA is lost", addr, caFile)
 	}
 }
+
+// TestRunHTTP3EarlyDataAgainstTarget: coordctl target allows 0-RTT, so
+// coordctl run --http3 --early-data at a connection rate with resumption
+// has its resumed connections send their request in 0-RTT, accepted
+// (offered = accepted, some), every request served once and none an error.
+func TestRunHTTP3EarlyDataAgainstTarget(t *testing.T) {
+	skip0RTTUnderRace(t)
+	env := newTestEnv(t, 1)
+	url, caFile, stop := startTargetCmd(t)
+	jsonFile := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCLI("--coordinator", env.coord, "run", "--http3", "--cps", "40", "-d", "1s", "--tls-resume", "--early-data",
+		"--cacert", caFile, "--json", jsonFile, url)
+	if code != 0 {
+		t.Fatalf("coordctl run --http3 --early-data: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if !strings.Contains(stdout, "0-RTT: ") {
+		t.Errorf("text report has no 0-RTT counts:\n%s", stdout)
+	}
+	var rep struct {
+		Requests   int64            `json:"requests"`
+		Errors     map[string]int64 `json:"errors"`
+		Handshakes struct {
+			Resumed  int64 `json:"resumed"`
+			Offered  int64 `json:"early_offered"`
+			Accepted int64 `json:"early_accepted"`
+		} `json:"handshakes"`
+	}
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	h := rep.Handshakes
+	if rep.Requests == 0 || len(rep.Errors) != 0 || h.Accepted == 0 || h.Offered != h.Accepted || h.Accepted > h.Resumed {
+		t.Errorf("report: %d requests, errors %v, %d resumed, 0-RTT %d offered, %d accepted; want requests, no error, some accepted, all offered accepted",
+			rep.Requests, rep.Errors, h.Resumed, h.Offered, h.Accepted)
+	}
+	out := stop()
+	m := regexp.MustCompile(`requests=(\d+) `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("coordctl target printed no counts when stopped:\n%s", out)
+	}
+	if served, _ := strconv.ParseInt(m[1], 10, 64); served != rep.Requests {
+		t.Errorf("target served %d requests, report %d", served, rep.Requests)
+	}
+}

@@ -81,20 +81,67 @@ type h3session struct {
 	streams int
 	retired bool
 	once    sync.Once // close's
+
+	// A connection dialled in 0-RTT (plan TLS.EarlyData) returns before
+	// its handshake completes: watch closes handshook when it completes
+	// (handshakeAt set, ok true) or the connection ends first.
+	handshook   chan struct{}
+	handshakeAt time.Time
+	ok          bool
 }
 
 // close closes the connection with H3_NO_ERROR (RFC 9114 section 8.1), its
-// transport (joining its reader) and its socket; later calls do nothing.
+// transport (joining its reader) and its socket, and joins watch; later
+// calls do nothing.
 func (s *h3session) close() {
 	s.once.Do(func() {
 		_ = s.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 		_ = s.tr.Close()
 		_ = s.udp.Close()
+		if s.handshook != nil {
+			<-s.handshook
+		}
 	})
 }
 
 // usable reports whether the connection is still open.
 func (s *h3session) usable() bool { return s.qc.Context().Err() == nil }
+
+// watch waits for a 0-RTT connection's handshake to complete, or the
+// connection to end, and closes s.handshook.
+func (s *h3session) watch() {
+	defer close(s.handshook)
+	select {
+	case <-s.qc.HandshakeComplete():
+	case <-s.qc.Context().Done():
+	}
+	// Both may be ready (a connection closed right after its handshake):
+	// a completed handshake counts.
+	select {
+	case <-s.qc.HandshakeComplete():
+		s.handshakeAt, s.ok = time.Now(), true
+	default:
+	}
+}
+
+// finish fills ci, the connection's, once its 0-RTT handshake is over
+// (waiting for it): the handshake time from t0 to its completion, the TLS
+// state, and whether the server accepted 0-RTT. A handshake that never
+// completed leaves ci a connection without one, its 0-RTT offered and not
+// accepted (quic-go's HTTP/3 client closes a connection whose control
+// stream it opens after a rejection).
+func (s *h3session) finish(ci *connInfo, t0 time.Time) {
+	<-s.handshook
+	if !s.ok {
+		return
+	}
+	ci.done = s.handshakeAt
+	ci.handshake = micros(s.handshakeAt.Sub(t0))
+	st := s.qc.ConnectionState()
+	describeTLS(ci, st.TLS)
+	ci.transport = "QUIC " + st.Version.String()
+	ci.earlyAccepted = st.Used0RTT
+}
 
 // h3conn is one HTTP/3 connection slot.
 type h3conn struct {
@@ -148,7 +195,13 @@ const h3SilentSlack = 4
 // connect error). The handshake time runs from the socket's creation
 // to the handshake's end: QUIC has no connect before it, so connInfo's
 // connect is not recorded.
-func dialH3(ctx context.Context, e *Engine, w *worker, reconnect bool) (*h3session, *connInfo, *dialError) {
+//
+// With early and the plan's TLS.EarlyData, a handshake that offers a
+// session the server issued for 0-RTT returns as soon as 0-RTT keys are
+// ready (quic.Transport.DialEarly), before the handshake completes: the
+// session's handshook is then set, and ci is filled by finish. t0 is the
+// handshake's start.
+func dialH3(ctx context.Context, e *Engine, w *worker, reconnect, early bool) (_ *h3session, _ *connInfo, t0 time.Time, _ *dialError) {
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Timeout+e.plan.Timeout/h3SilentSlack)
 	defer cancel()
 	var laddr *net.UDPAddr
@@ -156,45 +209,64 @@ func dialH3(ctx context.Context, e *Engine, w *worker, reconnect bool) (*h3sessi
 		src := w.sources[(w.source.Add(1)-1)%int64(n)].(*net.TCPAddr)
 		laddr = &net.UDPAddr{IP: src.IP}
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	udp, err := net.ListenUDP(e.h3.udp, laddr)
 	if err != nil {
 		kind := classifyDial(err, false)
 		if kind == measure.ErrPorts {
-			return nil, nil, &dialError{kind, fmt.Errorf("quic socket for %s: %w: %s", e.addr, err, measure.PortsAdvice)}
+			return nil, nil, t0, &dialError{kind, fmt.Errorf("quic socket for %s: %w: %s", e.addr, err, measure.PortsAdvice)}
 		}
-		return nil, nil, &dialError{kind, fmt.Errorf("quic socket for %s: %w", e.addr, err)}
+		return nil, nil, t0, &dialError{kind, fmt.Errorf("quic socket for %s: %w", e.addr, err)}
 	}
 	tr := &quic.Transport{Conn: udp}
 	conf, oc := w.tlsConf, (*offerCache)(nil)
 	if w.resume != nil {
 		conf, oc = w.resume.next()
 	}
-	qc, err := tr.Dial(ctx, e.h3.raddr, conf, &e.h3.quic)
+	early = early && oc != nil && e.plan.TLS.EarlyData
+	var qc *quic.Conn
+	if early {
+		qc, err = tr.DialEarly(ctx, e.h3.raddr, conf, &e.h3.quic)
+	} else {
+		qc, err = tr.Dial(ctx, e.h3.raddr, conf, &e.h3.quic)
+	}
 	if err != nil {
 		_ = tr.Close()
 		_ = udp.Close()
 		var ite *quic.IdleTimeoutError
 		switch {
 		case ctx.Err() == context.DeadlineExceeded:
-			return nil, nil, &dialError{measure.ErrTimeout, fmt.Errorf("quic handshake with %s: %w", e.addr, err)}
+			return nil, nil, t0, &dialError{measure.ErrTimeout, fmt.Errorf("quic handshake with %s: %w", e.addr, err)}
 		case errors.As(err, &ite):
-			return nil, nil, &dialError{measure.ErrConnect, fmt.Errorf("quic handshake with %s: no answer from the server in %s (nothing listening on UDP, or its packets dropped): %w", e.addr, e.plan.Timeout, err)}
+			return nil, nil, t0, &dialError{measure.ErrConnect, fmt.Errorf("quic handshake with %s: no answer from the server in %s (nothing listening on UDP, or its packets dropped): %w", e.addr, e.plan.Timeout, err)}
 		}
-		return nil, nil, &dialError{classifyH3(err, false, true), fmt.Errorf("quic handshake with %s: %w%s", e.addr, err, verifyHint(err, e.plan.TLS))}
+		return nil, nil, t0, &dialError{classifyH3(err, false, true), fmt.Errorf("quic handshake with %s: %w%s", e.addr, err, verifyHint(err, e.plan.TLS))}
 	}
-	done := time.Now()
-	ci := &connInfo{handshake: micros(done.Sub(t0)), reconnect: reconnect, quic: true, done: done}
-	st := qc.ConnectionState()
-	describeTLS(ci, st.TLS)
-	ci.transport = "QUIC " + st.Version.String()
+	s := &h3session{udp: udp, tr: tr, qc: qc, cc: e.h3.client.NewClientConn(qc)}
+	ci := &connInfo{reconnect: reconnect, quic: true, transport: "QUIC " + quic.Version1.String()}
 	ci.offered = oc != nil && oc.offered
-	return &h3session{udp: udp, tr: tr, qc: qc, cc: e.h3.client.NewClientConn(qc)}, ci, nil
+	select {
+	case <-qc.HandshakeComplete():
+		done := time.Now()
+		ci.handshake, ci.done = micros(done.Sub(t0)), done
+		st := qc.ConnectionState()
+		describeTLS(ci, st.TLS)
+		ci.transport = "QUIC " + st.Version.String()
+		// A session offered for 0-RTT whose handshake completed before
+		// DialEarly returned: its first request is counted as the server
+		// counts it.
+		ci.early, ci.earlyAccepted = st.Used0RTT, st.Used0RTT
+	default: // in 0-RTT: finish fills ci
+		ci.early = true
+		s.handshook = make(chan struct{})
+		go s.watch()
+	}
+	return s, ci, t0, nil
 }
 
 // dial opens a new connection and makes it current.
 func (c *h3conn) dial(ctx context.Context, reconnect bool) (*connInfo, *dialError) {
-	s, ci, derr := dialH3(ctx, c.e, c.w, reconnect)
+	s, ci, _, derr := dialH3(ctx, c.e, c.w, reconnect, false)
 	if derr != nil {
 		return nil, derr
 	}
@@ -225,6 +297,13 @@ func (c *h3conn) do(t0 time.Time, en *entry) outcome { return c.doOn(&c.buf, t0,
 // (H3_REQUEST_REJECTED, RFC 9114 section 4.1.1) is sent once more, as a
 // retry, on a new connection (the rejecting one takes no new stream and
 // closes when its last stream ends); a second rejection is ErrRefused.
+// A request sent in 0-RTT (plan TLS.EarlyData) that the server rejected
+// (quic.Err0RTTRejected: discarded unprocessed, RFC 9001 section 4.6.2) is
+// sent once more on a new connection that does not try 0-RTT, not counted
+// as a retry: quic-go offers Conn.NextConnection to go on on the rejected
+// connection, but the HTTP/3 client connection on it lost its control
+// stream, and a request resent there was reset by the server
+// (H3_REQUEST_INCOMPLETE) in tests against quic-go's own server.
 // buf is the calling stream slot's read buffer.
 func (c *h3conn) doOn(buf *[]byte, t0 time.Time, en *entry) outcome {
 	e := c.e
@@ -238,16 +317,32 @@ func (c *h3conn) doOn(buf *[]byte, t0 time.Time, en *entry) outcome {
 		}
 	}
 	var hopSizes sizes // the redirects' responses followed so far
+	resent := false    // sent again after a 0-RTT rejection
 	for {
-		s, ci, derr := c.session()
+		s, ci, hs, derr := c.session(!resent)
 		if ci != nil {
 			o.addConn(ci) // the exchange's first, a retry's or a hop's
+			if s != nil && s.handshook != nil {
+				// In 0-RTT: ci is complete once the handshake is.
+				defer s.finish(ci, hs)
+			}
 		}
 		if derr != nil {
 			o.end, o.failed, o.kind = time.Now(), true, derr.kind
 			return o
 		}
 		loc, kind, err := c.roundTrip(s, en, deadline, buf, &o)
+		if err != nil && !resent && errors.Is(err, quic.Err0RTTRejected) && !e.isStopped() {
+			// The server discarded the 0-RTT request unprocessed: send it
+			// again on a new connection that does not try 0-RTT. The
+			// rejected one takes no new stream but stays open until the
+			// exchange ends, so that the server sees its handshake end
+			// (closed at once, its Finished could follow the close).
+			c.retire(s)
+			defer c.release(s, false)
+			resent = true
+			continue
+		}
 		retry := err != nil && kind == measure.ErrRefused && !o.retried && !e.isStopped()
 		// Without keep-alive, lost or left for a retry: no new stream on s.
 		c.release(s, e.plan.NoKeepAlive || retry || (err != nil && !s.usable()))

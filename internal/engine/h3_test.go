@@ -239,3 +239,66 @@ func TestHTTP3NoAnswerIsConnect(t *testing.T) {
 		}
 	}
 }
+
+// h3EarlyPlan is a connection-rate plan against s whose every handshake
+// offers a session and sends its request in 0-RTT (plan TLS.EarlyData).
+func h3EarlyPlan(s *h3test.Server, ca []byte) plan.Plan {
+	return plan.Plan{URL: s.URL + "/", Protocol: plan.H3, Connections: 2, MaxConnections: 20, Duration: time.Second, Interval: 500 * time.Millisecond,
+		Load: plan.OpenLoop, Rate: 60, ConnectionRate: true, RequestsPerConnection: 2, TLS: plan.TLS{CAPEM: ca, Resume: true, EarlyData: true}}
+}
+
+// TestHTTP3EarlyData: with early data, every connection that offers a
+// session sends its first request in 0-RTT, and the handshakes the engine
+// counts as 0-RTT accepted are exactly the requests the server received
+// in 0-RTT and its connections that used it; every request reaches the
+// server once.
+func TestHTTP3EarlyData(t *testing.T) {
+	skip0RTTUnderRace(t)
+	s, ca := h3Target(t, hello)
+	total, res, _, _ := runH3(t, h3EarlyPlan(s, ca), 2)
+	checkH3Exact(t, s, total, res)
+	acc := total.HandshakesEarlyAccepted
+	if !h3test.WaitFor(func() bool { return s.EarlyRequests.Load() >= acc && s.Early.Load() >= acc }) ||
+		s.EarlyRequests.Load() != acc || s.Early.Load() != acc {
+		t.Errorf("engine counted %d 0-RTT accepted; server: %d requests in 0-RTT, %d connections used it", acc, s.EarlyRequests.Load(), s.Early.Load())
+	}
+	if acc == 0 || total.HandshakesEarlyOffered != acc || acc > total.HandshakesResumed {
+		t.Errorf("0-RTT %d offered, %d accepted, %d resumed: want some accepted, all offered accepted, a part of resumed", total.HandshakesEarlyOffered, acc, total.HandshakesResumed)
+	}
+	t.Logf("%d full, %d resumed, 0-RTT %d offered, %d accepted; server: %d early requests", total.HandshakesFull, total.HandshakesResumed,
+		total.HandshakesEarlyOffered, acc, s.EarlyRequests.Load())
+}
+
+// TestHTTP3EarlyDataRejected: a server that rejects 0-RTT (still resuming)
+// gets every request once, in 1-RTT: each rejection is counted (offered,
+// not accepted), the request sent again on a new connection, no error and
+// no retry. The handshakes are not compared exactly: quic-go's HTTP/3
+// client may close a rejected connection before its handshake ends (its
+// control stream, opened after the rejection, fails), a connection
+// counted opened without a handshake, and the server may not see the end
+// of a handshake whose connection closes right after it.
+func TestHTTP3EarlyDataRejected(t *testing.T) {
+	skip0RTTUnderRace(t)
+	s, ca := h3Target(t, hello)
+	s.Reject0RTT.Store(true)
+	total, res, _, _ := runH3(t, h3EarlyPlan(s, ca), 2)
+	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != res.Issued || total.ErrorTotal() != 0 || s.Requests.Load() != res.Issued {
+		t.Errorf("completed %d, errors %v, in flight %d, issued %d: the server handled %d; want every issued request handled once, no error",
+			total.Requests, total.ErrorMap(), res.InFlight, res.Issued, s.Requests.Load())
+	}
+	if !h3test.WaitFor(func() bool { return s.Conns.Load() >= total.ConnectionsOpened }) || s.Conns.Load() != total.ConnectionsOpened {
+		t.Errorf("server accepted %d QUIC connections, engine opened %d", s.Conns.Load(), total.ConnectionsOpened)
+	}
+	if total.HandshakesEarlyOffered == 0 || total.HandshakesEarlyAccepted != 0 || total.HandshakesFull+total.HandshakesResumed > total.ConnectionsOpened {
+		t.Errorf("0-RTT %d offered, %d accepted; %d full + %d resumed of %d connections: want some offered, none accepted", total.HandshakesEarlyOffered,
+			total.HandshakesEarlyAccepted, total.HandshakesFull, total.HandshakesResumed, total.ConnectionsOpened)
+	}
+	if s.Resumed.Load() > total.HandshakesResumed || s.Early.Load() != 0 || s.EarlyRequests.Load() != 0 {
+		t.Errorf("server resumed %d (engine %d), %d used 0-RTT, %d requests in it: want at most the engine's resumed, no 0-RTT", s.Resumed.Load(), total.HandshakesResumed, s.Early.Load(), s.EarlyRequests.Load())
+	}
+	if total.Retries != 0 {
+		t.Errorf("%d retries: a 0-RTT request sent again is not a retry", total.Retries)
+	}
+	t.Logf("%d connections, %d full, %d resumed, 0-RTT %d offered (all rejected); server handled %d, resumed %d", total.ConnectionsOpened, total.HandshakesFull,
+		total.HandshakesResumed, total.HandshakesEarlyOffered, s.Requests.Load(), s.Resumed.Load())
+}

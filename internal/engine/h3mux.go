@@ -71,20 +71,21 @@ func (c *h3conn) nextEntry() *entry { return c.e.nextSharedEntry(c.w, &c.pos) }
 // session returns the slot's current usable session with one more stream
 // counted on it (release gives it back), dialling one when there is none:
 // one dial at a time per slot, the others waiting for it. ci is set when
-// this call dialled. A session found unusable (closed by the peer, its
+// this call dialled, hs its handshake's start; early lets the dial send in
+// 0-RTT (dialH3). A session found unusable (closed by the peer, its
 // idle timeout, while idle) is retired first and the dial is a reconnect.
-func (c *h3conn) session() (*h3session, *connInfo, *dialError) {
+func (c *h3conn) session(early bool) (_ *h3session, _ *connInfo, hs time.Time, _ *dialError) {
 	c.mu.Lock()
 	for {
 		if c.closed {
 			c.mu.Unlock()
-			return nil, nil, &dialError{measure.ErrLocal, net.ErrClosed}
+			return nil, nil, hs, &dialError{measure.ErrLocal, net.ErrClosed}
 		}
 		if s := c.cur; s != nil {
 			if s.usable() {
 				s.streams++
 				c.mu.Unlock()
-				return s, nil, nil
+				return s, nil, hs, nil
 			}
 			if c.retireLocked(s) {
 				c.mu.Unlock()
@@ -103,7 +104,7 @@ func (c *h3conn) session() (*h3session, *connInfo, *dialError) {
 	c.dropped = false
 	c.mu.Unlock()
 
-	s, ci, derr := dialH3(c.e.stopCtx, c.e, c.w, reconnect)
+	s, ci, hs, derr := dialH3(c.e.stopCtx, c.e, c.w, reconnect, early)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -111,15 +112,15 @@ func (c *h3conn) session() (*h3session, *connInfo, *dialError) {
 	c.cond.Broadcast()
 	if derr != nil {
 		c.dropped = reconnect
-		return nil, nil, derr
+		return nil, nil, hs, derr
 	}
 	if c.closed {
 		s.close()
-		return nil, nil, &dialError{measure.ErrLocal, net.ErrClosed}
+		return nil, nil, hs, &dialError{measure.ErrLocal, net.ErrClosed}
 	}
 	c.cur = s
 	s.streams++
-	return s, ci, nil
+	return s, ci, hs, nil
 }
 
 // release gives back a stream of s that session counted; retire takes s
@@ -145,6 +146,16 @@ func (c *h3conn) release(s *h3session, retire bool) {
 	if closeNow {
 		s.close()
 	}
+}
+
+// retire takes s out of use (retireLocked) while a stream of it is still
+// counted: the last release closes it.
+func (c *h3conn) retire(s *h3session) {
+	c.mu.Lock()
+	if !s.retired {
+		_ = c.retireLocked(s) // false: the caller's stream is counted
+	}
+	c.mu.Unlock()
 }
 
 // retireLocked takes s out of use: it takes no new stream, and when it

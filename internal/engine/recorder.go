@@ -103,11 +103,14 @@ type connInfo struct {
 	tls       bool
 	resumed   bool
 	offered   bool // a cached session was offered (resumed, or refused)
-	version   string
-	cipher    string
-	group     string
-	alpn      string
-	reconnect bool
+	// early: the first request went in 0-RTT (plan TLS.EarlyData);
+	// earlyAccepted: the server accepted it.
+	early, earlyAccepted bool
+	version              string
+	cipher               string
+	group                string
+	alpn                 string
+	reconnect            bool
 	// done is when the connection was ready (its handshake's end, its
 	// connect's without TLS); intended, for a connection-rate ticket's
 	// connection, its intended start (zero otherwise): done − intended is
@@ -141,6 +144,12 @@ func (r *recorder) recordConn(k int, ci *connInfo) {
 			} else {
 				s.hists.TLSFull.RecordMicros(ci.handshake)
 			}
+		}
+	}
+	if ci.early {
+		c.HandshakesEarlyOffered++
+		if ci.earlyAccepted {
+			c.HandshakesEarlyAccepted++
 		}
 	}
 	if !ci.tls {

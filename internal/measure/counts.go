@@ -63,6 +63,13 @@ type Counts struct {
 	// HandshakesRefused counts the full handshakes (among HandshakesFull)
 	// that offered a cached session the server did not resume.
 	HandshakesRefused int64
+	// HandshakesEarlyOffered counts the HTTP/3 handshakes that sent their
+	// connection's first request in 0-RTT (TLS 1.3 early data, RFC 9001
+	// section 4.6; plan TLS.EarlyData), among those that offered a
+	// session; HandshakesEarlyAccepted those whose server accepted it (a
+	// part of HandshakesResumed). Offered − accepted were rejected: the
+	// request was sent again on a new connection, counted once.
+	HandshakesEarlyOffered, HandshakesEarlyAccepted int64
 	// Missed counts open-loop sends that started more than the engine's
 	// MissThreshold (5 ms) after their intended time (they were still
 	// sent).
@@ -120,6 +127,8 @@ func (c *Counts) Add(o *Counts) {
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesRefused += o.HandshakesRefused
 	c.HandshakesResumed += o.HandshakesResumed
+	c.HandshakesEarlyOffered += o.HandshakesEarlyOffered
+	c.HandshakesEarlyAccepted += o.HandshakesEarlyAccepted
 	for k, v := range o.TLS {
 		if c.TLS == nil {
 			c.TLS = map[string]int64{}

@@ -64,6 +64,7 @@ type fileTLS struct {
 	ALPN        []string `yaml:"alpn"`
 	Resume      bool     `yaml:"resume"`
 	ResumeRatio float64  `yaml:"resume_ratio"`
+	EarlyData   bool     `yaml:"early_data"`
 }
 
 type fileStage struct {
@@ -130,7 +131,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 		MaxStreams: f.MaxStreams, MaxRedirects: f.MaxRedirects, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
 		TLS: TLS{
 			Insecure: f.TLS.Insecure, ServerName: f.TLS.SNI, MinVersion: f.TLS.MinVersion, MaxVersion: f.TLS.MaxVersion,
-			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume,
+			Ciphers: f.TLS.Ciphers, Curves: f.TLS.Curves, ALPN: f.TLS.ALPN, Resume: f.TLS.Resume, EarlyData: f.TLS.EarlyData,
 		},
 	}
 	if f.Duration != nil {

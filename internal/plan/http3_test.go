@@ -29,6 +29,12 @@ func TestHTTP3Validate(t *testing.T) {
 		{func(p *Plan) { p.TLS.Ciphers = []string{"ECDHE-RSA-AES128-GCM-SHA256"} }, "tls.ciphers = ECDHE-RSA-AES128-GCM-SHA256: QUIC uses TLS 1.3"},
 		{func(p *Plan) { p.TLS.ALPN = []string{"h2"} }, "tls.alpn = h2: http3 needs h3"},
 		{func(p *Plan) { p.CloseReset = true }, "close = rst: a QUIC connection has no TCP reset"},
+		{func(p *Plan) { p.TLS.EarlyData = true }, "tls.early_data = true: 0-RTT needs a session to resume"},
+		{func(p *Plan) { p.TLS.EarlyData, p.TLS.Resume, p.Protocol = true, true, H2 }, "tls.early_data = true: 0-RTT early data is sent only over HTTP/3"},
+		{func(p *Plan) { p.TLS.EarlyData, p.TLS.Resume, p.Method = true, true, "POST" }, "only GET and HEAD requests, not POST"},
+		{func(p *Plan) {
+			p.TLS.EarlyData, p.TLS.Resume, p.Mix = true, true, []Request{{URL: "https://127.0.0.1/a", Method: "HEAD"}, {URL: "https://127.0.0.1/b", Method: "DELETE"}}
+		}, "only GET and HEAD requests, not DELETE"},
 		{func(p *Plan) { p.Protocol = H2; p.Load, p.Rate, p.ConnectionRate = OpenLoop, 10, true }, "a connection rate runs HTTP/1.1 and HTTP/3 only"},
 		{func(p *Plan) {
 			p.Load, p.Rate, p.ConnectionRate, p.RequestsPerConnection, p.MaxStreams = OpenLoop, 10, true, 2, 4
@@ -47,6 +53,7 @@ func TestHTTP3Validate(t *testing.T) {
 		func(p *Plan) { p.MaxStreams = 8 },
 		func(p *Plan) { p.MaxStreams, p.Load, p.Rate, p.Connections, p.MaxConnections = 4, OpenLoop, 100, 2, 8 },
 		func(p *Plan) { p.MaxRedirects = 2 },
+		func(p *Plan) { p.TLS.EarlyData, p.TLS.Resume, p.Method = true, true, "HEAD" },
 	} {
 		p := Plan{URL: "https://127.0.0.1/", Protocol: H3}
 		edit(&p)

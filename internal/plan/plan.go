@@ -311,6 +311,15 @@ type TLS struct {
 	// them to within one. 0 (the default) offers a session whenever the
 	// cache has one; 0 < R <= 1 otherwise.
 	ResumeRatio float64
+	// EarlyData, with protocol H3 and Resume, sends the first request of
+	// each HTTP/3 connection that offers a cached session in 0-RTT (TLS
+	// 1.3 early data, RFC 8446 section 2.3; QUIC 0-RTT, RFC 9001 section
+	// 4.6; coordctl's --early-data), before the handshake completes.
+	// Early data can be replayed, so only GET and HEAD requests (RFC 8470
+	// section 2.1, RFC 9114 section 10.9) may go in it: a plan with any
+	// other method is refused. A rejected 0-RTT request is sent again,
+	// once, on a new connection without 0-RTT. Off by default.
+	EarlyData bool
 }
 
 // SetDefaults fills zero fields with their defaults.

@@ -309,6 +309,8 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 func handshakes(c *measure.Counts, planned float64) Handshakes {
 	h := Handshakes{Full: c.HandshakesFull, Resumed: c.HandshakesResumed, Refused: c.HandshakesRefused, ResumeRatioPlanned: planned}
 	h.Offered = h.Resumed + h.Refused
+	h.EarlyOffered, h.EarlyAccepted = c.HandshakesEarlyOffered, c.HandshakesEarlyAccepted
+	h.EarlyRejected = h.EarlyOffered - h.EarlyAccepted
 	n := h.Full + h.Resumed
 	if n > 0 {
 		h.ResumeRatioAchieved = float64(h.Resumed) / float64(n)

@@ -559,6 +559,14 @@ type Handshakes struct {
 	ResumeRatioPlanned  float64  `json:"resume_ratio_planned,omitempty"`
 	ResumeRatioOffered  *float64 `json:"resume_ratio_offered,omitempty"`
 	ResumeRatioAchieved float64  `json:"resume_ratio_achieved"`
+	// EarlyOffered counts the HTTP/3 handshakes that sent their first
+	// request in 0-RTT (--early-data), EarlyAccepted those whose server
+	// accepted it (among Resumed), EarlyRejected the difference (each
+	// request sent again on a new connection, counted once); all omitted
+	// when none was offered.
+	EarlyOffered  int64 `json:"early_offered,omitempty"`
+	EarlyAccepted int64 `json:"early_accepted,omitempty"`
+	EarlyRejected int64 `json:"early_rejected,omitempty"`
 }
 
 // TLSCounts counts connections by negotiated TLS parameter.

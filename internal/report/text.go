@@ -224,6 +224,9 @@ func (r *Report) writeCluster(p *printer) {
 			p.f(" (resumed %.1f %%; offered a session %d of %d, %.1f %%, against --resume-ratio %g)", 100*h.ResumeRatioAchieved,
 				h.Offered, h.Full+h.Resumed, 100*deref(h.ResumeRatioOffered), h.ResumeRatioPlanned)
 		}
+		if h.EarlyOffered > 0 {
+			p.f("; 0-RTT: %d offered, %d accepted, %d rejected", h.EarlyOffered, h.EarlyAccepted, h.EarlyRejected)
+		}
 	}
 	if r.Retries > 0 {
 		p.f("; %s", pluralOf(r.Retries, "retry", "retries"))

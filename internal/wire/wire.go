@@ -43,7 +43,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 			Insecure: p.TLS.Insecure, CaPem: p.TLS.CAPEM, CaFile: p.TLS.CAFile, ServerName: p.TLS.ServerName,
 			CertPem: p.TLS.CertPEM, KeyPem: p.TLS.KeyPEM,
 			MinVersion: p.TLS.MinVersion, MaxVersion: p.TLS.MaxVersion,
-			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume, ResumeRatio: p.TLS.ResumeRatio,
+			Ciphers: p.TLS.Ciphers, Curves: p.TLS.Curves, Alpn: p.TLS.ALPN, Resume: p.TLS.Resume, ResumeRatio: p.TLS.ResumeRatio, EarlyData: p.TLS.EarlyData,
 		},
 	}
 	var stages []*pb.Stage
@@ -120,6 +120,7 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 			ALPN:        m.GetTls().GetAlpn(),
 			Resume:      m.GetTls().GetResume(),
 			ResumeRatio: m.GetTls().GetResumeRatio(),
+			EarlyData:   m.GetTls().GetEarlyData(),
 		},
 	}
 	stages := m.GetClosedLoop().GetStages()
@@ -208,6 +209,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		Issued: c.Issued, Requests: c.Requests, BytesRead: c.BytesRead,
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries, Redirects: c.Redirects,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed, HandshakesRefused: c.HandshakesRefused,
+		HandshakesEarlyOffered: c.HandshakesEarlyOffered, HandshakesEarlyAccepted: c.HandshakesEarlyAccepted,
 		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, GrowthRefused: c.GrowthRefused, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
 	for enc, n := range c.EncodingMap() {
@@ -262,6 +264,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		Issued: m.GetIssued(), Requests: m.GetRequests(), BytesRead: m.GetBytesRead(),
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(), Redirects: m.GetRedirects(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(), HandshakesRefused: m.GetHandshakesRefused(),
+		HandshakesEarlyOffered: m.GetHandshakesEarlyOffered(), HandshakesEarlyAccepted: m.GetHandshakesEarlyAccepted(),
 		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), GrowthRefused: m.GetGrowthRefused(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
 	for _, f := range []struct {
@@ -271,6 +274,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		{"issued", c.Issued}, {"requests", c.Requests}, {"bytes_read", c.BytesRead},
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries}, {"redirects", c.Redirects},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed}, {"handshakes_refused", c.HandshakesRefused},
+		{"handshakes_early_offered", c.HandshakesEarlyOffered}, {"handshakes_early_accepted", c.HandshakesEarlyAccepted},
 		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"growth_refused", c.GrowthRefused}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
@@ -279,6 +283,9 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 	}
 	if c.HandshakesRefused > c.HandshakesFull {
 		return measure.Counts{}, fmt.Errorf("counters: handshakes_refused %d above handshakes_full %d: want a part of it", c.HandshakesRefused, c.HandshakesFull)
+	}
+	if c.HandshakesEarlyAccepted > c.HandshakesEarlyOffered || c.HandshakesEarlyAccepted > c.HandshakesResumed {
+		return measure.Counts{}, fmt.Errorf("counters: handshakes_early_accepted %d above handshakes_early_offered %d or handshakes_resumed %d: want a part of both", c.HandshakesEarlyAccepted, c.HandshakesEarlyOffered, c.HandshakesResumed)
 	}
 	if c.Backlogged > c.Missed {
 		return measure.Counts{}, fmt.Errorf("counters: backlogged %d above missed %d: want a part of it", c.Backlogged, c.Missed)

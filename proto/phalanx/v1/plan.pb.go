@@ -778,7 +778,10 @@ type TLSOptions struct {
 	// ca_file names the file ca_pem was read from, as the user gave it
 	// (coordctl --cacert, a plan file's tls.ca_file), so that a failed
 	// verification names it; "" when ca_pem came from no file.
-	CaFile        string `protobuf:"bytes,13,opt,name=ca_file,json=caFile,proto3" json:"ca_file,omitempty"`
+	CaFile string `protobuf:"bytes,13,opt,name=ca_file,json=caFile,proto3" json:"ca_file,omitempty"`
+	// early_data, with http3 and resume, sends each connection's first
+	// request in 0-RTT when it offers a session (GET and HEAD only).
+	EarlyData     bool `protobuf:"varint,14,opt,name=early_data,json=earlyData,proto3" json:"early_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -902,6 +905,13 @@ func (x *TLSOptions) GetCaFile() string {
 		return x.CaFile
 	}
 	return ""
+}
+
+func (x *TLSOptions) GetEarlyData() bool {
+	if x != nil {
+		return x.EarlyData
+	}
+	return false
 }
 
 // Share is one agent's part of a plan.
@@ -1080,7 +1090,7 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xf0\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x8f\x03\n" +
 	"\n" +
 	"TLSOptions\x12\x1a\n" +
 	"\binsecure\x18\x01 \x01(\bR\binsecure\x12\x15\n" +
@@ -1099,7 +1109,9 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	" \x03(\tR\x04alpn\x12\x16\n" +
 	"\x06resume\x18\v \x01(\bR\x06resume\x12!\n" +
 	"\fresume_ratio\x18\f \x01(\x01R\vresumeRatio\x12\x17\n" +
-	"\aca_file\x18\r \x01(\tR\x06caFile\"\x90\x02\n" +
+	"\aca_file\x18\r \x01(\tR\x06caFile\x12\x1d\n" +
+	"\n" +
+	"early_data\x18\x0e \x01(\bR\tearlyData\"\x90\x02\n" +
 	"\x05Share\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x04plan\x18\x02 \x01(\v2\x10.phalanx.v1.PlanR\x04plan\x12\x14\n" +

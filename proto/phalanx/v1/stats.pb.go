@@ -98,8 +98,14 @@ type Counters struct {
 	// be added to take them; each once, in the interval it was found. On a
 	// total, part of missed.
 	GrowthRefused int64 `protobuf:"varint,41,opt,name=growth_refused,json=growthRefused,proto3" json:"growth_refused,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// handshakes_early_offered counts the HTTP/3 handshakes that sent their
+	// first request in 0-RTT (plan tls.early_data); handshakes_early_accepted
+	// those whose server accepted it (a part of handshakes_resumed). The
+	// difference was rejected, each request sent again on a new connection.
+	HandshakesEarlyOffered  int64 `protobuf:"varint,42,opt,name=handshakes_early_offered,json=handshakesEarlyOffered,proto3" json:"handshakes_early_offered,omitempty"`
+	HandshakesEarlyAccepted int64 `protobuf:"varint,43,opt,name=handshakes_early_accepted,json=handshakesEarlyAccepted,proto3" json:"handshakes_early_accepted,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -275,6 +281,20 @@ func (x *Counters) GetRedirects() int64 {
 func (x *Counters) GetGrowthRefused() int64 {
 	if x != nil {
 		return x.GrowthRefused
+	}
+	return 0
+}
+
+func (x *Counters) GetHandshakesEarlyOffered() int64 {
+	if x != nil {
+		return x.HandshakesEarlyOffered
+	}
+	return 0
+}
+
+func (x *Counters) GetHandshakesEarlyAccepted() int64 {
+	if x != nil {
+		return x.HandshakesEarlyAccepted
 	}
 	return 0
 }
@@ -712,7 +732,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xbf\b\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb5\t\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -741,7 +761,9 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"backlogged\x12-\n" +
 	"\x12handshakes_refused\x18\x13 \x01(\x03R\x11handshakesRefused\x12\x1c\n" +
 	"\tredirects\x18( \x01(\x03R\tredirects\x12%\n" +
-	"\x0egrowth_refused\x18) \x01(\x03R\rgrowthRefused\x1a9\n" +
+	"\x0egrowth_refused\x18) \x01(\x03R\rgrowthRefused\x128\n" +
+	"\x18handshakes_early_offered\x18* \x01(\x03R\x16handshakesEarlyOffered\x12:\n" +
+	"\x19handshakes_early_accepted\x18+ \x01(\x03R\x17handshakesEarlyAccepted\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
