@@ -36,8 +36,12 @@ type alarm struct {
 	readFn func(fd uintptr) bool
 	buf    [8]byte
 	errno  syscall.Errno
-	clock  sendClock // the clock tfd is registered with
-	noFd   bool      // no timerfd could be had: wait on timer
+	// fire, when arm is set, is the expiry readFn's first call arms
+	// before the first wait (clock_linux.go).
+	fire  time.Time
+	arm   bool
+	clock sendClock // the clock tfd is registered with
+	noFd  bool      // no timerfd could be had: wait on timer
 }
 
 // newAlarm returns an alarm with a stopped timer and no timerfd.

@@ -292,14 +292,6 @@ func (c *slotClock) wait(at time.Time, a *alarm) bool {
 	if a.tfd == nil {
 		return c.fallback.wait(at, a)
 	}
-	its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	// Raw system calls (here and in the read) do not wake the runtime's
-	// monitor thread, which every entersyscall does after an idle spell:
-	// timerfd_settime(2) and read(2) of a non-blocking timerfd never
-	// block.
-	if _, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0); errno != 0 {
-		return c.fallback.wait(at, a)
-	}
 	// Set the deadline, then look at the stop signals: the clock expires
 	// the deadline after they close, so a close this look misses comes
 	// after this deadline and overrides it.
@@ -307,6 +299,10 @@ func (c *slotClock) wait(at time.Time, a *alarm) bool {
 	if c.over() {
 		return false
 	}
+	// The read's first call arms the timerfd and waits without reading
+	// (a timer armed for later cannot have expired): one system call
+	// fewer per send than arming, then a read that finds nothing.
+	a.fire, a.arm = fire, true
 	err := a.read()
 	if err == nil {
 		// Cleared, so that it does not fire (and wake a thread) while
@@ -357,8 +353,27 @@ func (a *alarm) read() error {
 	return nil
 }
 
-// readTimerfd is an alarm's RawConn read function: false to wait.
+// readTimerfd is an alarm's RawConn read function: false to wait. With
+// a.arm set, its first call arms the timerfd for a.fire instead of
+// reading: RawRead has already reset the descriptor's readiness (its
+// prepareRead) before this call, so the expiry's edge, which comes after
+// the arming, cannot be lost. Due already: true at once, expired. A
+// failed arming: true, with its errno. Raw system calls (timerfd_settime(2)
+// and read(2), neither of which blocks on a non-blocking timerfd) do not
+// wake the runtime's monitor thread, as every entersyscall does after an
+// idle spell.
 func (a *alarm) readTimerfd(fd uintptr) bool {
+	if a.arm {
+		a.arm = false
+		d := time.Until(a.fire)
+		if d <= 0 {
+			a.errno = 0
+			return true
+		}
+		its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+		_, _, a.errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0)
+		return a.errno != 0
+	}
 	_, _, a.errno = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&a.buf[0])), 8)
 	return a.errno != unix.EAGAIN && a.errno != unix.EINTR
 }
