@@ -47,13 +47,14 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // crash stops c's gossip without announcing a leave, as a killed process
-// would.
-func crash(t *testing.T, c *Cluster) {
-	t.Helper()
+// would. It may be called from any goroutine (a failed shutdown is an
+// Error, not a Fatal).
+func crash(tb testing.TB, c *Cluster) {
+	tb.Helper()
 	c.shutdownOnce.Do(func() {
 		close(c.done)
 		if err := c.ml.Shutdown(); err != nil {
-			t.Fatal(err)
+			tb.Error(err)
 		}
 	})
 }
