@@ -646,13 +646,40 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 	stopCloser := context.AfterFunc(ctx, e.stop)
 	defer stopCloser()
 
+	// Allocated before the start, not in its first microseconds.
+	spare := newSlot()
+	ivHists := hist.NewSet() // reused: an Interval's Hists are valid only during emit
+
+	// Collect the preparation's garbage now, in the lead time (before a
+	// closed loop's first slot waits for the start), rather than in a
+	// cycle that begins at the start.
+	if time.Until(e.mono) > 20*time.Millisecond {
+		runtime.GC()
+	}
+
+	// In open loop every slot is released before the instant: each
+	// worker's first ticket waits for it at the instant's precision and is
+	// sent from the woken thread (openPacer). In closed loop the first
+	// slot's goroutine waits for the instant (startWait), releases the
+	// others and goes straight on to its own first request, on the woken
+	// thread. A waiter that only released the slots left the first send to
+	// the scheduler, which ran whatever had become runnable during the wait
+	// (timers, the agent's other goroutines) first: the first send left
+	// 261-370 µs after the instant in 3 of 20 runs with a busy loop on
+	// each agent's CPU (bench/skew.sh).
+	open := e.plan.OpenLoop()
 	release := make(chan struct{})
 	wg := &e.wg
-	for _, c := range e.slots {
+	for i, c := range e.slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-release
+			if i == 0 && !open {
+				e.startWait()
+				close(release)
+			} else {
+				<-release
+			}
 			c.loop()
 		}()
 	}
@@ -680,43 +707,16 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 			stop()
 		}
 	}
-	// Allocated before the start, not in its first microseconds.
-	spare := newSlot()
-	ivHists := hist.NewSet() // reused: an Interval's Hists are valid only during emit
-
-	// Collect the preparation's garbage now, in the lead time, rather
-	// than in a cycle that begins at the start.
-	if time.Until(e.mono) > 20*time.Millisecond {
-		runtime.GC()
-	}
-
-	// In open loop every slot is released before the instant: each
-	// worker's first ticket waits for it at the instant's precision and is
-	// sent from the woken thread (openPacer). In closed loop this goroutine
-	// sleeps on a Go timer to instantLead before the instant (they wake
-	// about 1 ms late, several on a loaded host), then on the kernel's
-	// high-resolution timer to it, and releases the slots from the woken
-	// thread, so that every agent's first sends leave within microseconds
-	// of it.
 	defer e.rt.release()
-	open := e.plan.OpenLoop()
-	if open {
+	if open || len(e.slots) == 0 {
 		close(release)
 	}
 	if !sleepUntil(ctx, e.mono.Add(-instantLead)) {
-		if !open {
-			close(release)
-		}
-		e.stop()
+		e.stop() // ends a closed loop's startWait
 		wg.Wait()
 		stopClocks()
 		return Result{}, ctx.Err()
 	}
-	if !open {
-		e.rt.add(waitInstant(e.mono, instantHold))
-		close(release)
-	}
-
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
@@ -1029,6 +1029,19 @@ func (e *Engine) stop() {
 	})
 }
 
+// startWait blocks a closed loop's first slot until the start instant, or
+// until the engine is stopped or its window ended: a Go timer to
+// instantLead before it, then waitInstant, whose real-time priority the
+// engine keeps until its first send is answered (rtHold).
+func (e *Engine) startWait() {
+	timer := time.NewTimer(time.Hour)
+	stopTimer(timer)
+	if d := time.Until(e.mono) - instantLead; d > 0 && !e.wait(timer, d) {
+		return
+	}
+	e.rt.add(waitInstant(e.mono, instantHold))
+}
+
 // instantSpin is how long before a start or stage instant waitInstant
 // stops sleeping and spins: its thread then holds a CPU when the instant
 // comes, instead of waiting for one after a wakeup while other goroutines
@@ -1048,7 +1061,10 @@ const instantLead = 100 * time.Millisecond
 
 // instantHold is how long before such an instant waitInstant keeps its
 // goroutine's processor (a raw sleep), so that the wake-up at the instant
-// needs no other thread.
+// needs no other thread. Longer is worse: with 10 ms the runtime's monitor
+// (sysmon) took the goroutine for one running 10 ms, and its preemption
+// signals (56-59 per wait) ended with the locked thread giving up its
+// processor: 0.1-115 ms late in 5 of 20 closed-loop runs (bench/skew.sh).
 const instantHold = time.Millisecond
 
 // sleepUntil sleeps until t (monotonic) or ctx ends; it reports whether t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -126,6 +127,31 @@ func TestStopClosesConnections(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Fatalf("Run took %v to stop after cancel", d)
+	}
+}
+
+// TestCancelBeforeClosedLoopStart: a closed-loop run cancelled while its
+// first slot waits for a start instant 10 s away returns at once with the
+// context's error, having sent nothing (the wait ends with the engine's
+// stop, not at the instant).
+func TestCancelBeforeClosedLoopStart(t *testing.T) {
+	srv, served, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Duration: time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	t0 := time.Now()
+	_, err := e.Run(ctx, time.Now().Add(10*time.Second), func(Interval) {})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("Run took %v to stop after cancel", d)
+	}
+	if n := served.Load(); n != 0 {
+		t.Fatalf("server saw %d requests before the start", n)
 	}
 }
 

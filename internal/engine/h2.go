@@ -184,12 +184,18 @@ func (c *h2conn) loop() {
 		n = 1
 	}
 	var wg sync.WaitGroup
-	for range n {
+	for range n - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c.streamLoop()
 		}()
+	}
+	// The last stream slot runs on this goroutine: in closed loop the
+	// first slot's goroutine is the one woken at the start instant
+	// (Engine.startWait), and sends its first request without a hand-off.
+	if n > 0 {
+		c.streamLoop()
 	}
 	wg.Wait()
 	c.mu.Lock()
