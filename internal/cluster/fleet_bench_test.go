@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,7 +148,7 @@ func BenchmarkGossipFleet(b *testing.B) {
 	if _, err := metrics.NewGlobal(cfg, sink); err != nil {
 		b.Fatal(err)
 	}
-	for _, tc := range []struct{ n, scale int }{{100, 1}, {100, 4}, {1000, 1}, {1000, 4}} {
+	for _, tc := range []struct{ n, scale int }{{100, 1}, {100, 4}, {1000, 1}, {1000, 4}, {1000, 8}} {
 		b.Run(fmt.Sprintf("N=%d/scale=%d", tc.n, tc.scale), func(b *testing.B) {
 			for range b.N {
 				gossipFleet(b, tc.n, tc.scale, sink)
@@ -181,6 +182,7 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 	}
 	logs := &logCounts{n: map[string]int{}}
 	log := slog.New(logs)
+	goroutines := runtime.NumGoroutine()
 	members := make([]*Cluster, n)
 	for i := range members {
 		name := fmt.Sprintf("agent-%04d", i)
@@ -197,6 +199,12 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 			wg.Go(func() { crash(b, c) })
 		}
 		wg.Wait()
+		// memberlist's timers (ack and suspicion timeouts, indirect probes)
+		// run out after Shutdown: wait for them, at most 30 s × scale, so
+		// that goleak sees none.
+		for end := time.Now().Add(30 * time.Second * s); runtime.NumGoroutine() > goroutines && time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}()
 	first := members[0]
 	t0, udpJoin0, drops0 := time.Now(), sink.udp.Load(), udpDrops()
