@@ -75,8 +75,9 @@ func FuzzInterval(f *testing.F) {
 		}
 		m := merge.New(p, 2)
 		var requests int64
+		var c measure.Counts
 		for a := range 2 {
-			if _, c, err := addInterval(m, a, 2, fuzzWindowStart, &first); err != nil {
+			if _, err := addInterval(m, a, 2, fuzzWindowStart, &first, &c); err != nil {
 				t.Fatalf("valid interval: %v", err)
 			} else {
 				requests += c.Requests
@@ -84,7 +85,7 @@ func FuzzInterval(f *testing.F) {
 		}
 		for a := range 2 {
 			before := m.Counts()
-			_, c, err := addInterval(m, a, 2, fuzzWindowStart, &iv)
+			_, err := addInterval(m, a, 2, fuzzWindowStart, &iv, &c)
 			if err != nil {
 				if after := m.Counts(); after.Requests != before.Requests || after.ErrorTotal() != before.ErrorTotal() || after.BytesRead != before.BytesRead {
 					t.Fatalf("refused interval (%v) changed the window's counts", err)
@@ -114,7 +115,7 @@ func TestIntervalSeedsAccepted(t *testing.T) {
 		if err := proto.Unmarshal(b, &iv); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := addInterval(m, 0, 2, fuzzWindowStart, &iv); err != nil {
+		if _, err := addInterval(m, 0, 2, fuzzWindowStart, &iv, new(measure.Counts)); err != nil {
 			t.Errorf("seed %d: %v", i, err)
 		}
 	}

@@ -310,7 +310,8 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 			rn.malformed(ev.agent, "interval", fmt.Errorf("interval %d: %w", iv.GetIndex(), err), hooks)
 			return true
 		}
-		pt, counts, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), iv)
+		counts := &rn.ivCounts
+		pt, err := addInterval(rn.m, ev.agent, r.cpus, rn.startAt.Add(r.offset+rn.p.Warmup), iv, counts)
 		if err != nil {
 			rn.malformed(ev.agent, "interval", err, hooks)
 			return true
@@ -318,9 +319,9 @@ func (rn *run) handle(ev event, hooks RunHooks) bool {
 		if fs := iv.GetFirstSendUnixNano(); fs != 0 && (r.firstSend == 0 || fs < r.firstSend) {
 			r.firstSend = fs
 		}
-		r.counters.Add(&counts)
+		r.counters.Add(counts)
 		if rn.keepIntervals {
-			r.kept = append(r.kept, keptInterval(iv, &counts, rn.startAt.Add(r.offset+rn.p.Warmup)))
+			r.kept = append(r.kept, keptInterval(iv, counts, rn.startAt.Add(r.offset+rn.p.Warmup)))
 		}
 		r.cpu += iv.GetCpuTime().AsDuration()
 		r.cpuWait += max(iv.GetCpuWait().AsDuration(), 0)
@@ -377,23 +378,25 @@ func keptInterval(iv *pb.Interval, counts *measure.Counts, windowStart time.Time
 }
 
 // addInterval merges interval iv of agent a (with cpus usable CPUs, whose
-// window starts at windowStart in its own clock) into m; it returns the
-// merged timeline point once every agent has sent the interval, and the
-// interval's counters. Errors: counters or histograms the merge rejects.
-func addInterval(m *merge.Merger, a int, cpus int32, windowStart time.Time, iv *pb.Interval) (*merge.Point, measure.Counts, error) {
-	counts, err := wire.CountsFromProto(iv.GetCounters())
-	if err != nil {
-		return nil, measure.Counts{}, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
+// window starts at windowStart in its own clock) into m and sets *counts
+// to the interval's counters; it returns the merged timeline point once
+// every agent has sent the interval. counts is the caller's, reused from
+// one interval to the next: a Counts is 5 KB (its status codes), which
+// the merge's escaping Interval would otherwise put on the heap at every
+// agent-interval. Errors: counters or histograms the merge rejects.
+func addInterval(m *merge.Merger, a int, cpus int32, windowStart time.Time, iv *pb.Interval, counts *measure.Counts) (*merge.Point, error) {
+	var err error
+	if *counts, err = wire.CountsFromProto(iv.GetCounters()); err != nil {
+		return nil, fmt.Errorf("interval %d: %w", iv.GetIndex(), err)
 	}
 	in := merge.Interval{
 		Agent: a, Index: int(iv.GetIndex()),
 		Start:  time.Unix(0, iv.GetStartUnixNano()).Sub(windowStart),
 		Length: time.Duration(iv.GetEndUnixNano() - iv.GetStartUnixNano()),
-		Counts: &counts, CPUTime: iv.GetCpuTime().AsDuration(), CPUs: int(cpus),
+		Counts: counts, CPUTime: iv.GetCpuTime().AsDuration(), CPUs: int(cpus),
 	}
 	for k := range hist.NumKinds {
 		in.Histograms[k] = wire.HistogramBytes(iv.GetHistograms(), k)
 	}
-	pt, err := m.Add(&in)
-	return pt, counts, err
+	return m.Add(&in)
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/merge"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/wire"
@@ -44,7 +45,9 @@ func agentInterval(r *rand.Rand, k int32) *pb.Interval {
 // check, merge into the window, the interval and the stage), and reports
 // the CPU cost per agent-interval, how many agents one core merges at 1 s
 // intervals, the share of a core 1000 agents need, and the encoded bytes
-// per agent per second on the wire.
+// per agent per second on the wire; cpu-us/op is the process's CPU time
+// (getrusage) per agent-interval, which on a loaded machine, unlike
+// ns/op, leaves out the time the benchmark waited for a CPU.
 func BenchmarkMergeAgentInterval(b *testing.B) {
 	const agents = 1000
 	r := rand.New(rand.NewPCG(1, 2))
@@ -57,8 +60,10 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 	p := plan.Plan{URL: "https://x/", Connections: agents, Duration: time.Hour}
 	p.SetDefaults()
 	m := merge.New(p, agents) // each round of `agents` adds completes the next interval
+	var counts measure.Counts
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := range b.N {
 		k := i / agents % 3600
 		if k == 0 && i%agents == 0 && i > 0 {
@@ -68,11 +73,12 @@ func BenchmarkMergeAgentInterval(b *testing.B) {
 		}
 		iv := msgs[i%len(msgs)]
 		iv.Index, iv.StartUnixNano, iv.EndUnixNano = int32(k), int64(k)*int64(time.Second), int64(k+1)*int64(time.Second)
-		if _, _, err := addInterval(m, i%agents, 2, time.Unix(0, 0), iv); err != nil {
+		if _, err := addInterval(m, i%agents, 2, time.Unix(0, 0), iv, &counts); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 	perOp := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(1/perOp, "agents/core@1s")
 	b.ReportMetric(100*agents*perOp, "%core@1000agents")
@@ -92,7 +98,7 @@ func TestTimelineHistogramSize(t *testing.T) {
 	const distinct = 20
 	for k := range int32(distinct) {
 		iv := agentInterval(r, k)
-		if _, _, err := addInterval(m, 0, 2, time.Unix(0, 0), iv); err != nil {
+		if _, err := addInterval(m, 0, 2, time.Unix(0, 0), iv, new(measure.Counts)); err != nil {
 			t.Fatal(err)
 		}
 	}

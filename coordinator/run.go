@@ -206,13 +206,14 @@ type run struct {
 	rec           *recorder // the run store's writer; nil without a store
 
 	// Written by the run loop only.
-	userStop  bool          // StopRun ended the window
-	abort     abortState    // --abort-on-fail
-	aborted   bool          // on_agent_loss abort ended the window at a loss
-	stalled   time.Duration // the coordinator's own stalls, summed
-	stall     time.Duration // the longest of them
-	lastStall time.Duration // the last of them
-	stallEnd  time.Time     // when the last one ended
+	userStop  bool           // StopRun ended the window
+	abort     abortState     // --abort-on-fail
+	aborted   bool           // on_agent_loss abort ended the window at a loss
+	stalled   time.Duration  // the coordinator's own stalls, summed
+	stall     time.Duration  // the longest of them
+	lastStall time.Duration  // the last of them
+	stallEnd  time.Time      // when the last one ended
+	ivCounts  measure.Counts // the interval being merged's counters (handle)
 }
 
 // windowStart returns the window's start instant, coordinator clock.
