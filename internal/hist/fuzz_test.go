@@ -11,7 +11,8 @@ import (
 // panic, and whatever it accepts must be a well-formed Sparse (values
 // strictly increasing, counts positive, Total their sum) that survives a
 // merge and a re-encoding unchanged. A reused Decoder gives the same answer
-// as a fresh one.
+// as a fresh one, and an IndexOnly Decoder the same indices, counts and
+// total without values.
 func FuzzDecodeSparse(f *testing.F) {
 	h := New()
 	f.Add(h.EncodeV2())
@@ -48,6 +49,11 @@ func FuzzDecodeSparse(f *testing.F) {
 		var again Sparse
 		if err := d.Decode(b, &again); err != nil || !slices.Equal(again.Values, s.Values) || !slices.Equal(again.Counts, s.Counts) {
 			t.Fatalf("a reused decoder differs: %v", err)
+		}
+		var idx Sparse
+		if err := (&Decoder{IndexOnly: true}).Decode(b, &idx); err != nil || len(idx.Values) != 0 ||
+			!slices.Equal(idx.Index, s.Index) || !slices.Equal(idx.Counts, s.Counts) || idx.Total != s.Total {
+			t.Fatalf("IndexOnly decode differs: %v: %d values, %d/%d indices, total %d/%d", err, len(idx.Values), len(idx.Index), len(s.Index), idx.Total, s.Total)
 		}
 		m := New()
 		if err := m.AddSparse(&s); err != nil {

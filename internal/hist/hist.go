@@ -135,7 +135,7 @@ func Decode(b []byte) (*Histogram, error) {
 	}
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
 		var s Sparse
-		if err := decodeRaw(b, &s); err != nil {
+		if err := decodeRaw(b, &s, true); err != nil {
 			return nil, err
 		}
 		h := New()

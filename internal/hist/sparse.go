@@ -45,6 +45,11 @@ type Sparse struct {
 // Decoder decodes V2 histograms into Sparse form, reusing its buffers and
 // inflater between calls. It is not safe for concurrent use.
 type Decoder struct {
+	// IndexOnly makes Decode leave Sparse.Values empty (Index, Counts
+	// and Total are set, all that Accumulator.Add reads): the merge's
+	// decoding skips a value computation and an append per bucket.
+	IndexOnly bool
+
 	zr  io.ReadCloser
 	raw bytes.Buffer
 	b64 []byte
@@ -57,7 +62,7 @@ type Decoder struct {
 func (d *Decoder) Decode(b []byte, s *Sparse) error {
 	s.Values, s.Counts, s.Index, s.Total = s.Values[:0], s.Counts[:0], s.Index[:0], 0
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
-		return decodeRaw(b, s) // uncompressed V2 (EncodeV2): nothing to inflate
+		return decodeRaw(b, s, !d.IndexOnly) // uncompressed V2 (EncodeV2): nothing to inflate
 	}
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
 		// Not binary: try base64 text.
@@ -71,7 +76,7 @@ func (d *Decoder) Decode(b []byte, s *Sparse) error {
 		}
 		b = d.b64[:m]
 		if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
-			return decodeRaw(b, s)
+			return decodeRaw(b, s, !d.IndexOnly)
 		}
 	}
 	if len(b) < 8 || binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
@@ -95,12 +100,12 @@ func (d *Decoder) Decode(b []byte, s *Sparse) error {
 	if _, err := d.raw.ReadFrom(io.LimitReader(d.zr, 64<<20)); err != nil {
 		return fmt.Errorf("decode histogram: %w", err)
 	}
-	return decodeRaw(d.raw.Bytes(), s)
+	return decodeRaw(d.raw.Bytes(), s, !d.IndexOnly)
 }
 
 // decodeRaw parses an uncompressed V2 histogram into s (emptied by the
-// caller).
-func decodeRaw(raw []byte, s *Sparse) error {
+// caller), its Values only when values is set.
+func decodeRaw(raw []byte, s *Sparse, values bool) error {
 	if len(raw) < v2HeaderSize || binary.BigEndian.Uint32(raw)&^0xf0 != v2Cookie {
 		return errors.New("decode histogram: bad V2 header")
 	}
@@ -147,7 +152,9 @@ func decodeRaw(raw []byte, s *Sparse) error {
 			if c > math.MaxInt64-s.Total {
 				return errors.New("decode histogram: counts overflow")
 			}
-			s.Values = append(s.Values, valueFromIndex(index))
+			if values {
+				s.Values = append(s.Values, valueFromIndex(index))
+			}
 			s.Counts = append(s.Counts, c)
 			s.Index = append(s.Index, int32(index))
 			s.Total += c

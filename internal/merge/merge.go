@@ -148,6 +148,7 @@ func New(p plan.Plan, agents int) *Merger {
 		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
 	}
 	m.stageLat = make([]hist.Accumulator, len(m.stages))
+	m.dec.IndexOnly = true // the merge adds by bucket index (Accumulator)
 	return m
 }
 
