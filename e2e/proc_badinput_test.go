@@ -59,7 +59,7 @@ func TestProcBadInput(t *testing.T) {
 		{name: "unreachable coordinator from env", env: procEnv("PHALANX_COORDINATOR=127.0.0.1:2"), args: []string{"agents"},
 			code: 1, want: []string{"unreachable", "127.0.0.1:2"}},
 		{name: "missing CA file", args: []string{"--coordinator", withAgent.grpcAddr, "run", "-c1", "-d1s", "--cacert", "/nonexistent/ca.pem", "https://" + closed + "/"},
-			code: 1, want: []string{"--cacert", "/nonexistent/ca.pem"}},
+			code: 2, want: []string{"--cacert", "/nonexistent/ca.pem"}}, // a bad command line (README exit statuses)
 		{name: "no agents alive", args: []string{"--coordinator", empty.grpcAddr, "run", "-c1", "-d1s", "https://" + closed + "/"},
 			code: 1, want: []string{"no agents"}},
 		{name: "more agents than alive", args: []string{"--coordinator", withAgent.grpcAddr, "run", "-c4", "-d1s", "--agents", "3", "https://" + closed + "/"},
