@@ -132,12 +132,17 @@ func (s *h3session) watch() {
 // stream it opens after a rejection).
 func (s *h3session) finish(ci *connInfo, t0 time.Time) {
 	<-s.handshook
-	if !s.ok {
-		return
+	if s.ok {
+		handshakeDone(ci, s.qc, t0, s.handshakeAt)
 	}
-	ci.done = s.handshakeAt
-	ci.handshake = micros(s.handshakeAt.Sub(t0))
-	st := s.qc.ConnectionState()
+}
+
+// handshakeDone fills ci from qc's completed handshake: its time from t0
+// to done, the TLS state, the QUIC version, and whether the server
+// accepted 0-RTT.
+func handshakeDone(ci *connInfo, qc *quic.Conn, t0, done time.Time) {
+	ci.done, ci.handshake = done, micros(done.Sub(t0))
+	st := qc.ConnectionState()
 	describeTLS(ci, st.TLS)
 	ci.transport = "QUIC " + st.Version.String()
 	ci.earlyAccepted = st.Used0RTT
@@ -247,15 +252,11 @@ func dialH3(ctx context.Context, e *Engine, w *worker, reconnect, early bool) (_
 	ci.offered = oc != nil && oc.offered
 	select {
 	case <-qc.HandshakeComplete():
-		done := time.Now()
-		ci.handshake, ci.done = micros(done.Sub(t0)), done
-		st := qc.ConnectionState()
-		describeTLS(ci, st.TLS)
-		ci.transport = "QUIC " + st.Version.String()
+		handshakeDone(ci, qc, t0, time.Now())
 		// A session offered for 0-RTT whose handshake completed before
 		// DialEarly returned: its first request is counted as the server
 		// counts it.
-		ci.early, ci.earlyAccepted = st.Used0RTT, st.Used0RTT
+		ci.early = ci.earlyAccepted
 	default: // in 0-RTT: finish fills ci
 		ci.early = true
 		s.handshook = make(chan struct{})
