@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -23,7 +24,13 @@ import (
 // probe of a member that just left: it waits out its probe interval (1 s)
 // on its own after Shutdown, so a test that ends a cluster last would
 // otherwise fail the package.
+//
+// With PHALANX_E2E_SPIN set, the test binary is spinOn's busy process
+// instead, and runs no test.
 func TestMain(m *testing.M) {
+	if os.Getenv(spinEnv) != "" {
+		os.Exit(spinMain(os.Getenv(spinEnv)))
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).probeNode"))
 }
 

@@ -146,12 +146,13 @@ func TestSearchNginx(t *testing.T) {
 }
 
 // TestSearchSharedCPUInconclusive: a closed-loop search whose two agents
-// are pinned to one CPU ends inconclusive (client-bound: each waits for
-// the CPU the other holds), never found, and names both. Which step first
-// crosses the run-queue limit is the kernel's choice (a CI run passed 32
-// connections with the agents' waits under it and stopped at 64), so the
-// test asks that the search stop at its first client-bound step, after
-// passes only, within its four steps.
+// are pinned to one CPU, which a busy process holds before them
+// (startIdleAgents, spinOn; see TestClientBoundSharedCPU), ends
+// inconclusive (client-bound: their threads wait for the CPU), never
+// found, and names both. The test asks that the search stop at its first
+// client-bound step, after passes only, within its four steps. Without
+// the busy process the agents' waits sat at the rule's limit, and the
+// search ran its four steps on passes in about one full e2e run of two.
 func TestSearchSharedCPUInconclusive(t *testing.T) {
 	pin := lastAllowedCPU(t)
 	srv, ca := targettest.Start(t)
@@ -160,7 +161,8 @@ func TestSearchSharedCPUInconclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startProcCoordinator(t)
-	startBoundAgents(t, c, []string{"shared-a", "shared-b"}, "--cpus", pin)
+	startIdleAgents(t, c, []string{"shared-a", "shared-b"}, "--cpus", pin)
+	spinOn(t, pin, 60*time.Second)
 	s, out, code := searchResult(t, c, "--slo", "p99<1s", "--connections-range", "32..4000", "-d", "2s", "--warmup", "1s",
 		"--max-steps", "4", "--cacert", caFile, srv.URL())
 	t.Logf("outcome %s: %s", s.Outcome, s.Message)
