@@ -43,12 +43,13 @@ type summary struct {
 }
 
 // accepted prints the text header of a run of agents agents: target,
-// planned window or count, agents and connections.
+// planned window or count, agents and connections. The target is the
+// stored report's, with its secrets redacted (plan.Redacted).
 func (s *summary) accepted(agents int) {
 	if s.format != formatText || s.header || agents <= 0 {
 		return
 	}
-	h := report.Header{Target: s.p.URL, Duration: s.p.Duration, Requests: s.p.Requests,
+	h := report.Header{Target: plan.Redacted(s.p).URL, Duration: s.p.Duration, Requests: s.p.Requests,
 		Agents: agents, Connections: int64(s.p.Connections)}
 	if s.p.ConnectionRate {
 		h.ConnectionRate, h.MaxOpen = true, int64(s.p.MaxConnections)

@@ -19,7 +19,8 @@ import (
 )
 
 // TestNoSecretInResultJSONOrLogs runs a plan with a client certificate and
-// key (--cert/--key) and an Authorization header, through coordctl run and
+// key (--cert/--key), an Authorization header and a token in the URL's
+// query (access_token, RFC 6750 section 2.3), through coordctl run and
 // through the coordinator in this process, with every member logging at
 // debug level: no PEM block and no token appears in the result, the JSON
 // report, coordctl's output or the logs.
@@ -50,7 +51,7 @@ func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 
 	noSecret := func(what string, b []byte) {
 		t.Helper()
-		for _, s := range []string{"-----BEGIN", "PRIVATE KEY", "tok-3f9a1c"} {
+		for _, s := range []string{"-----BEGIN", "PRIVATE KEY", "tok-3f9a1c", "qtok-77e1"} {
 			if bytes.Contains(b, []byte(s)) {
 				t.Errorf("%s holds a secret (%q)", what, s)
 			}
@@ -60,7 +61,7 @@ func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 	jsonFile := filepath.Join(dir, "report.json")
 	code, stdout, stderr := runCLI("--coordinator", c.Coordinator.GRPCAddr(), "run", "-c2", "-d1",
 		"--cacert", caFile, "--cert", certFile, "--key", keyFile, "-H", "Authorization: "+token,
-		"--latency", "--json", jsonFile, srv.URL())
+		"--latency", "--json", jsonFile, srv.URL()+"?access_token=qtok-77e1")
 	if code != 0 {
 		t.Fatalf("coordctl run: exit %d\n%s", code, stderr)
 	}
@@ -86,7 +87,7 @@ func TestNoSecretInResultJSONOrLogs(t *testing.T) {
 		t.Errorf("the error quotes the key or certificate: %s", stderr)
 	}
 
-	p := plan.Plan{URL: srv.URL(), Connections: 2, Duration: time.Second,
+	p := plan.Plan{URL: srv.URL() + "?x=1&access_token=qtok-77e1", Connections: 2, Duration: time.Second,
 		Headers: []plan.Header{{Name: "Authorization", Value: token}},
 		TLS:     plan.TLS{CAPEM: b.CAPEM, CertPEM: certPEM, KeyPEM: keyPEM}}
 	before := srv.Requests()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // RedactedValue replaces the value of a secret header in Redacted's copy.
@@ -19,9 +20,10 @@ var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization"
 // logs and errors. The client certificate and key (TLS.CertPEM, KeyPEM)
 // are dropped, and the values of the credential headers (Authorization,
 // Proxy-Authorization, Cookie; the plan's and the mix's) become
-// RedactedValue, and so does the password of a URL's user info (the
-// plan's and the mix's, as url.URL.Redacted writes it). A secret field
-// added to the plan must be cleared here.
+// RedactedValue, and so do the password of a URL's user info (the
+// plan's and the mix's, as url.URL.Redacted writes it) and the values of
+// its credential query parameters (secretQuery). A secret field added to
+// the plan must be cleared here.
 // p is not modified.
 func Redacted(p Plan) Plan {
 	p.TLS.CertPEM, p.TLS.KeyPEM = nil, nil
@@ -63,13 +65,47 @@ func redactHeader(h Header) Header {
 	return h
 }
 
+// secretQuery are the query parameter names whose values are
+// credentials, lower case: OAuth 2.0 bearer tokens in a query (RFC 6750
+// section 2.3 access_token), API keys and tokens by their usual names, and
+// the signatures and credentials of presigned URLs (AWS Signature
+// Version 4's X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token;
+// Google Cloud Storage's X-Goog-Signature and X-Goog-Credential; Azure
+// shared access signatures' sig).
+var secretQuery = map[string]bool{
+	"access_token": true, "id_token": true, "refresh_token": true, "token": true, "auth": true,
+	"api_key": true, "apikey": true, "api-key": true, "key": true, "secret": true, "client_secret": true,
+	"password": true, "passwd": true, "pwd": true, "signature": true, "sig": true,
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true,
+	"x-goog-signature": true, "x-goog-credential": true,
+}
+
 // redactURL returns s with the password of its user info replaced (as
-// url.URL.Redacted does), for error messages; s unchanged when it does not
-// parse.
+// url.URL.Redacted does) and the value of each credential query parameter
+// (secretQuery, names matched case-insensitively) replaced by
+// RedactedValue, the other parameters kept as written and in order, for
+// results, logs and error messages; s unchanged when it does not parse.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil || (u.User == nil && u.RawQuery == "") {
 		return s
 	}
+	if u.RawQuery != "" {
+		u.RawQuery = redactQuery(u.RawQuery)
+	}
 	return u.Redacted()
+}
+
+// redactQuery returns the raw query q with the values of its credential
+// parameters replaced; a name that does not unescape is kept as written.
+func redactQuery(q string) string {
+	parts := strings.Split(q, "&")
+	for i, kv := range parts {
+		name, _, hasValue := strings.Cut(kv, "=")
+		n, err := url.QueryUnescape(name)
+		if err == nil && secretQuery[strings.ToLower(n)] && hasValue {
+			parts[i] = name + "=" + RedactedValue
+		}
+	}
+	return strings.Join(parts, "&")
 }

@@ -48,6 +48,28 @@ func TestRedacted(t *testing.T) {
 	}
 }
 
+// TestRedactedQuery: a credential query parameter's value is replaced,
+// whatever its case, in the plan's URL and the mix's; other parameters,
+// their order and the rest of the URL stay as written.
+func TestRedactedQuery(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"https://127.0.0.1/a?token=t0k&x=1", "https://127.0.0.1/a?token=" + RedactedValue + "&x=1"},
+		{"https://127.0.0.1/?x=1&Access_Token=abc&y=%20", "https://127.0.0.1/?x=1&Access_Token=" + RedactedValue + "&y=%20"},
+		{"https://127.0.0.1/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=ff00&X-Amz-Date=2026", "https://127.0.0.1/o?X-Amz-Credential=" + RedactedValue + "&X-Amz-Signature=" + RedactedValue + "&X-Amz-Date=2026"},
+		{"https://127.0.0.1/?tokens=1&key", "https://127.0.0.1/?tokens=1&key"},
+		{"https://127.0.0.1/p", "https://127.0.0.1/p"},
+	}
+	for _, c := range cases {
+		if got := Redacted(Plan{URL: c.in}).URL; got != c.want {
+			t.Errorf("Redacted URL %q = %q, want %q", c.in, got, c.want)
+		}
+	}
+	r := Redacted(Plan{URL: "https://127.0.0.1/", Mix: []Request{{URL: "https://bob:pw@127.0.0.1/m?sig=s1g"}}})
+	if got := r.Mix[0].URL; strings.Contains(got, "s1g") || strings.Contains(got, ":pw@") {
+		t.Errorf("mix URL %q keeps a secret", got)
+	}
+}
+
 // TestValidateQuotesNoSecret: a URL with a password and an Authorization
 // header with a line break are refused without quoting either secret.
 func TestValidateQuotesNoSecret(t *testing.T) {
