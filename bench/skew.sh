@@ -5,7 +5,10 @@
 # CAP_SYS_NICE) against the built-in HTTPS target on 127.0.0.1, BENCH_SKEW_RUNS runs
 # of the same short plan, one after another. Per run: the result's start_skew_us
 # (the spread of the agents' first sends, in the coordinator's clock) and each
-# agent's start_offset_us (its first send after the start instant). Prints one
+# agent's start_offset_us (its first send after the start instant), and for a
+# staged plan each later stage's change_skew_us (the spread of the agents' first
+# sends scheduled in it, open loop, or of their first connections it activated,
+# closed loop; e.g. BENCH_SKEW_FLAGS="bench/skew-closed-stages.yaml"). Prints one
 # line per run and the largest; writes them to bench-results/skew-STAMP.md.
 #
 # Env: BENCH_SKEW_RUNS (6)  BENCH_SKEW_FLAGS ("-c 8 -R 2000 -d 2s": coordctl run
@@ -65,9 +68,11 @@ for r in $(seq "$RUNS"); do
 import json, sys
 j = json.load(open(sys.argv[1]))
 offs = " ".join("%s %.1f" % (a["name"], a.get("start_offset_us", float("nan"))) for a in j.get("agents", []))
-print("%.1f\t%s\t%s" % (j["start_skew_us"], "unknown" if j.get("start_skew_unknown") else "-", offs))' "$TMP/$r.json")
+changes = [st["change_skew_us"] for st in j.get("stages") or [] if st.get("index", 0) > 0 and st.get("change_skew_us")]
+print("%.1f\t%s\t%s\t%s" % (j["start_skew_us"], "unknown" if j.get("start_skew_unknown") else "-", offs,
+    " ".join("%.1f" % c for c in changes) or "-"))' "$TMP/$r.json")
     rows+=("$r"$'\t'"$line")
-    echo "run $r: start skew $(cut -f1 <<< "$line") us; start offsets (us): $(cut -f3 <<< "$line")" >&2
+    echo "run $r: start skew $(cut -f1 <<< "$line") us; start offsets (us): $(cut -f3 <<< "$line"); stage change skews (us): $(cut -f4 <<< "$line")" >&2
     sleep 1
 done
 {
@@ -76,11 +81,13 @@ done
     echo "- $(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg); phalanx $(git describe --always --dirty 2>/dev/null || echo '?')"
     echo "- agents: --cpus ${CPUS[*]} (one each); real-time start waits: $(grep -o 'realtime_start=[a-z]*' "$TMP/agents.log" | sort | uniq -c | tr '\n' ' ' || true); target: coordctl target (unpinned); plan: ${FLAGS[*]}; busy loop on the agents' CPUs: $([ "$LOAD" = 1 ] && echo yes || echo no)"
     echo
-    echo "| run | start skew µs | agents' start offsets µs |"
-    echo "|--:|--:|---|"
-    printf '%s\n' "${rows[@]}" | awk -F'\t' '{printf "| %s | %s%s | %s |\n", $1, $2, ($3 == "unknown" ? " (unknown)" : ""), $4}'
+    echo "| run | start skew µs | agents' start offsets µs | stage change skews µs |"
+    echo "|--:|--:|---|--:|"
+    printf '%s\n' "${rows[@]}" | awk -F'\t' '{printf "| %s | %s%s | %s | %s |\n", $1, $2, ($3 == "unknown" ? " (unknown)" : ""), $4, $5}'
     echo
-    printf '%s\n' "${rows[@]}" | awk -F'\t' '{if ($2 + 0 > m) m = $2 + 0; n++; if ($2 + 0 >= 100) over++}
-        END {printf "Largest start skew %.1f µs over %d runs; %d run(s) at 100 µs or more.\n", m, n, over}'
+    printf '%s\n' "${rows[@]}" | awk -F'\t' '{if ($2 + 0 > m) m = $2 + 0; n++; if ($2 + 0 >= 100) over++
+        k = split($5, c, " "); for (i = 1; i <= k; i++) if (c[i] != "-") {cn++; if (c[i] + 0 > cm) cm = c[i] + 0; if (c[i] + 0 >= 100) cover++}}
+        END {printf "Largest start skew %.1f µs over %d runs; %d run(s) at 100 µs or more.\n", m, n, over
+             if (cn) printf "Largest stage change skew %.1f µs over %d stage changes; %d at 100 µs or more.\n", cm, cn, cover}'
 } > "$OUT"
 cat "$OUT"

@@ -607,9 +607,11 @@ type Result struct {
 	// MaxStreams is the effective concurrent streams per HTTP/2
 	// connection: the plan's, capped by the server's setting.
 	MaxStreams int
-	// StageChanges has one entry per stage after the first (open loop):
-	// the stage's start (engine clock) plus the lateness of the first send
-	// scheduled at or after it; zero time when there was none.
+	// StageChanges has one entry per stage after the first: the stage's
+	// start (engine clock) plus the lateness of the first send scheduled
+	// in it (open loop) or of the first send of a connection slot the
+	// stage activated (closed loop, a rising connection target); zero time
+	// when there was none.
 	StageChanges []time.Time
 	// Mix has one entry per request of the plan's mix, in mix order, each
 	// measured apart over the window, when the mix has 2 to
@@ -972,7 +974,9 @@ func (e *Engine) intervalOf(t time.Time) int {
 }
 
 // noteStage records, for an open-loop send intended at t0 and begun at
-// sent, the lateness of the first send of each stage.
+// sent, or a closed-loop slot's first send after the instant t0 it waited
+// for (a stage raising the connection target activated it), the lateness
+// of the first such send of each stage.
 func (e *Engine) noteStage(t0, sent time.Time) {
 	off := t0.Sub(e.mono)
 	for i := len(e.stageStarts) - 1; i >= 1; i-- {

@@ -368,7 +368,8 @@ func TestRecorderKeepsIntervalsWhenCollectorLags(t *testing.T) {
 // connections, then ramped to 6: each worker's slot j sends its first
 // request when the worker's target reaches j+1, not before (a held stage
 // runs exactly its target), and soon after (the slot waits for the
-// computed instant, not a polling tick).
+// computed instant, not a polling tick); the ramp's stage change is its
+// start plus its first activation's lateness.
 func TestClosedLoopStagesActivateOnTime(t *testing.T) {
 	var mu sync.Mutex
 	first := map[string]time.Time{} // connection → its first request
@@ -386,8 +387,18 @@ func TestClosedLoopStagesActivateOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now().Add(50 * time.Millisecond)
-	if _, err := e.Run(context.Background(), start, func(Interval) {}); err != nil {
+	res, err := e.Run(context.Background(), start, func(Interval) {})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The ramp's change: its start (0.6 s) plus the lateness of its first
+	// activation (t = 1.0 s), whose send is at most as late as the first
+	// requests the server saw.
+	if len(res.StageChanges) != 2 {
+		t.Fatalf("%d stage changes, want 2 (one per stage after the first)", len(res.StageChanges))
+	}
+	if late := res.StageChanges[0].Sub(start.Add(600 * time.Millisecond)); res.StageChanges[0].IsZero() || late < 0 || late > 100*time.Millisecond {
+		t.Errorf("ramp stage's change %v after its start, want its first activation's lateness, [0, 100 ms]", late)
 	}
 	var got []time.Duration
 	for _, at := range first {

@@ -85,14 +85,32 @@ type closedPacer struct{ e *Engine }
 
 func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	e := p.e
+	var activated time.Time // the instant the slot waited for, if it did
 	for {
 		start, ok, at := p.poll(w, j)
 		if at.IsZero() {
+			if ok && !activated.IsZero() {
+				// A stage's change, as open loop's first send of a stage:
+				// the lateness of the first activation in it.
+				e.noteStage(activated, start)
+			}
 			return start, ok
 		}
+		activated = at
 		// The slot is inactive until at, the instant the (linear) target
 		// reaches j + 1, so that every agent activates its slots at the
 		// same moments.
+		if e.firstActivation(w, j, at.Sub(e.mono)) {
+			// A stage's change: its first activation waits as open loop's
+			// first send of a stage does, at the instant's precision (a
+			// hold while the other connections run; the real-time
+			// priority is released at the slot's send, noteSend).
+			if d := time.Until(at) - instantLead; d > 0 && !e.wait(a.timer, d) {
+				return time.Time{}, false
+			}
+			e.rt.add(waitInstant(at, instantHold))
+			continue
+		}
 		if d := time.Until(at) - 2*time.Millisecond; d > 0 && !e.wait(a.timer, d) {
 			return time.Time{}, false
 		}
@@ -100,6 +118,19 @@ func (p closedPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool)
 			restore()
 		}
 	}
+}
+
+// firstActivation reports whether slot j, activated at offset off (from
+// the start instant) by a stage after the first, is the first slot of its
+// worker that stage activates: slot j − 1 was already active when the
+// stage began (the target then exceeded j − 1).
+func (e *Engine) firstActivation(w *worker, j int, off time.Duration) bool {
+	for i := len(e.stageStarts) - 1; i >= 1; i-- {
+		if st := e.stageStarts[i]; off >= st {
+			return w.sched.value(st) > float64(j-1)
+		}
+	}
+	return false
 }
 
 // poll is next without waiting: with at zero, next's result; else slot j

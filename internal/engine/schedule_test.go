@@ -94,3 +94,27 @@ func TestScheduleReaches(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstActivation: of the slots a closed-loop ramp activates, only its
+// worker's lowest (the one whose predecessor was active when the stage
+// began) waits at the instant's precision; none in the first stage.
+func TestFirstActivation(t *testing.T) {
+	p := plan.Plan{URL: "https://127.0.0.1:1/", Connections: 2, Interval: 200 * time.Millisecond,
+		Stages: []plan.Stage{{Duration: 600 * time.Millisecond, Connections: 2}, {Duration: 800 * time.Millisecond, Connections: 8}, {Duration: 400 * time.Millisecond, Connections: 8}}}
+	e := newEngine(t, p, 2) // 2 workers, each 1, ramped to 4 (3.75/s): slot 1 at 0.867 s, 2 at 1.133 s
+	w := e.workers[0]
+	cases := []struct {
+		j    int
+		off  time.Duration
+		want bool
+	}{
+		{1, 867 * time.Millisecond, true},   // the ramp's first: slot 0 was active at 0.6 s
+		{2, 1133 * time.Millisecond, false}, // the ramp's second
+		{1, 300 * time.Millisecond, false},  // in the first stage: the start's, not a change
+	}
+	for _, c := range cases {
+		if got := e.firstActivation(w, c.j, c.off); got != c.want {
+			t.Errorf("firstActivation(slot %d at %v) = %v, want %v", c.j, c.off, got, c.want)
+		}
+	}
+}

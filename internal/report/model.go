@@ -503,7 +503,10 @@ type Stage struct {
 	Status     map[string]int64 `json:"status"`
 	Latency    *hist.Summary    `json:"latency_us"`
 	// ChangeSkewUs is the spread across agents of the instant each began
-	// this stage's schedule (open loop, stages after the first), µs.
+	// this stage's schedule, µs, for stages after the first: open loop,
+	// each agent's first send scheduled in it; closed loop, its first
+	// connection the stage's rising target activated (none for a stage
+	// that holds or lowers the connections).
 	ChangeSkewUs float64 `json:"change_skew_us"`
 }
 
