@@ -31,10 +31,9 @@ type alarm struct {
 	tfd   *os.File // the timerfd, pollable; nil until made
 	fd    int      // tfd's descriptor
 	raw   syscall.RawConn
-	// The timerfd's raw read (clock_linux.go): its function, made once,
-	// and its buffer and result.
+	// The timerfd's wait (clock_linux.go): its RawConn read function,
+	// made once, and the arming's result.
 	readFn func(fd uintptr) bool
-	buf    [8]byte
 	errno  syscall.Errno
 	// fire, when arm is set, is the expiry readFn's first call arms
 	// before the first wait (clock_linux.go).

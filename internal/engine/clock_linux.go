@@ -340,8 +340,8 @@ func (c *slotClock) over() bool {
 	}
 }
 
-// read waits through the netpoller for a's timerfd to expire and consumes
-// the expiry, with raw read(2) calls (readFn, made once).
+// read waits through the netpoller for a's timerfd, armed by readFn's
+// first call (made once), to expire.
 func (a *alarm) read() error {
 	a.errno = 0
 	if err := a.raw.Read(a.readFn); err != nil {
@@ -358,10 +358,10 @@ func (a *alarm) read() error {
 // reading: RawRead has already reset the descriptor's readiness (its
 // prepareRead) before this call, so the expiry's edge, which comes after
 // the arming, cannot be lost. Due already: true at once, expired. A
-// failed arming: true, with its errno. Raw system calls (timerfd_settime(2)
-// and read(2), neither of which blocks on a non-blocking timerfd) do not
-// wake the runtime's monitor thread, as every entersyscall does after an
-// idle spell.
+// failed arming: true, with its errno. Later calls, after a wake-up:
+// true once a.fire has come. The raw timerfd_settime(2) does not wake the
+// runtime's monitor thread, as every entersyscall does after an idle
+// spell.
 func (a *alarm) readTimerfd(fd uintptr) bool {
 	if a.arm {
 		a.arm = false
@@ -374,6 +374,12 @@ func (a *alarm) readTimerfd(fd uintptr) bool {
 		_, _, a.errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0)
 		return a.errno != 0
 	}
-	_, _, a.errno = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&a.buf[0])), 8)
-	return a.errno != unix.EAGAIN && a.errno != unix.EINTR
+	// Woken by readiness: the expiry, without reading it. Epoll reports
+	// each expiry of the edge-triggered timerfd whether or not the last
+	// one was read (every expiry wakes its wait queue), and the next
+	// arming resets the count, so a read(2) of the count would only tell
+	// what the clock tells: a readiness from before the arming (an earlier
+	// expiry the netpoller had not yet delivered) is told apart by the
+	// time, and waited through.
+	return !time.Now().Before(a.fire)
 }
