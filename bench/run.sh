@@ -397,7 +397,14 @@ ctl agents >&2
 # --- 5. measurement helpers ---------------------------------------------------------
 ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }   # utime+stime
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
-syscalls() { awk '/^syscr:/ {r = $2} /^syscw:/ {w = $2} END {print r, w}' "/proc/$1/io"; }   # read and write system calls so far
+# syscalls PID: its read and write system calls so far (/proc/PID/io syscr, syscw) and its
+# threads' voluntary context switches (each a wait that found nothing ready: a wake-up after).
+syscalls() {
+    local r w v
+    read -r r w < <(awk '/^syscr:/ {r = $2} /^syscw:/ {w = $2} END {print r, w}' "/proc/$1/io")
+    v=$(cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches:/ {v += $2} END {print v + 0}')
+    echo "$r $w $v"
+}
 now() { date +%s.%N; }
 pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
 per_req() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.2f", (b - a) / t * 1e6 / n; else print "-"}'; }   # ticks A B over N requests -> us/req
@@ -443,10 +450,11 @@ row() { local IFS=$'\t'; echo "$*" >> "$TSV"; }
 # request between two `syscalls` readings (/proc/PID/io syscr, syscw; every
 # socket and file, the tool's whole run), into the log and the tool's raw
 # output, not the table: how many reads and writes one request of that
-# traffic costs (small, separate segments cost the server more calls).
+# traffic costs (small, separate segments cost the server more calls), and how
+# many times it woke (voluntary context switches: an epoll_wait that slept).
 per_req_syscalls() {
     awk -v who="$1" -v a="$2" -v b="$3" -v n="$4" 'BEGIN {split(a, x, " "); split(b, y, " ");
-        if (n > 0) printf "%s syscalls per request: %.3f reads, %.3f writes\n", who, (y[1] - x[1]) / n, (y[2] - x[2]) / n}' \
+        if (n > 0) printf "%s syscalls per request: %.3f reads, %.3f writes; %.3f wake-ups\n", who, (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n}' \
         | tee -a "$RAW/$5.out" | while read -r l; do log "$5: $l"; done
 }
 
