@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,12 +37,13 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 			slow  = 3 * time.Second
 			fast  = 2 * time.Millisecond
 		)
+		var holds c17Holds
 		srv := c17Server(t, func(n int64) time.Duration {
 			if n%every == 0 {
 				return slow
 			}
 			return fast
-		}, nil)
+		}, nil, &holds)
 		watch := startSchedWatch()
 		t.Cleanup(watch.stop)
 		run := runCase(t, plan.Plan{
@@ -90,6 +93,12 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 		var over []string
 		// The server's own 2 ms sleep overshoots by up to about 1 ms (Go
 		// timers on this kind of VM), and loopback TLS adds about 0.5 ms.
+		// A host whose hypervisor delays every wake-up by more breaks
+		// that premise for the server and the agent alike: the server's
+		// real holds of its sleep tell.
+		srv50, srv90 := holds.quantile(0.5), holds.quantile(0.9)
+		timersLate := srv90 > fast+1500*time.Microsecond
+		t.Logf("server's real hold of its 2 ms sleep: p50 %v, p90 %v", srv50, srv90)
 		if l.P50 > ms(3.5) {
 			over = append(over, fmt.Sprintf("p50 = %d µs, want 2 ms (+1.5 ms for the server's timer and loopback TLS)", l.P50))
 		}
@@ -108,10 +117,13 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 			over = append(over, fmt.Sprintf("mean = %.0f µs, want 61.96 ms ± 4 ms", l.Mean))
 		}
 		for _, msg := range over {
-			if lost < 0.01 {
-				t.Error(msg)
-			} else {
+			switch {
+			case lost >= 0.01:
 				t.Logf("%s (not judged: the test process stalled %.1f %% of the window)", msg, 100*lost)
+			case timersLate:
+				t.Logf("%s (not judged: the host's timers were late, the server's 2 ms sleep held %v at p90)", msg, srv90)
+			default:
+				t.Error(msg)
 			}
 		}
 	})
@@ -122,7 +134,7 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 		srv := c17Server(t, func(int64) time.Duration {
 			held[0].Store(time.Now().UnixNano())
 			return delay
-		}, func() { held[1].Store(time.Now().UnixNano()) })
+		}, func() { held[1].Store(time.Now().UnixNano()) }, nil)
 		watch := startSchedWatch()
 		t.Cleanup(watch.stop)
 		run := runCase(t, plan.Plan{URL: srv.URL("/"), Connections: 1, Requests: 1}, 1, 1)
@@ -171,7 +183,29 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 // c17Server answers request n (counted from 1 across connections, in the
 // order received) after delay(n), and calls written (if not nil) after each
 // response.
-func c17Server(t *testing.T, delay func(n int64) time.Duration, written func()) *rawServer {
+// c17Holds keeps how long the server really held its short responses
+// (its timer's wait, which a busy or noisy host makes longer than asked).
+type c17Holds struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// quantile returns the q-quantile (0..1) of the holds kept, 0 if none.
+func (h *c17Holds) quantile(q float64) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.d) == 0 {
+		return 0
+	}
+	s := slices.Clone(h.d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// c17Server serves each request after delay(n) (n counts requests from 1)
+// and calls written, if set, after each response. Holds under a second are
+// kept in holds, if set.
+func c17Server(t *testing.T, delay func(n int64) time.Duration, written func(), holds *c17Holds) *rawServer {
 	t.Helper()
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 	var seen atomic.Int64
@@ -181,12 +215,20 @@ func c17Server(t *testing.T, delay func(n int64) time.Duration, written func()) 
 			if _, _, err := readRequest(br, st); err != nil {
 				return
 			}
-			timer := time.NewTimer(delay(seen.Add(1)))
+			d := delay(seen.Add(1))
+			t0 := time.Now()
+			timer := time.NewTimer(d)
 			select {
 			case <-timer.C:
 			case <-quit:
 				timer.Stop()
 				return
+			}
+			if holds != nil && d < time.Second {
+				held := time.Since(t0)
+				holds.mu.Lock()
+				holds.d = append(holds.d, held)
+				holds.mu.Unlock()
 			}
 			if _, err := c.Write(resp); err != nil {
 				return
