@@ -180,9 +180,6 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 	})
 }
 
-// c17Server answers request n (counted from 1 across connections, in the
-// order received) after delay(n), and calls written (if not nil) after each
-// response.
 // c17Holds keeps how long the server really held its short responses
 // (its timer's wait, which a busy or noisy host makes longer than asked).
 type c17Holds struct {
@@ -202,9 +199,10 @@ func (h *c17Holds) quantile(q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-// c17Server serves each request after delay(n) (n counts requests from 1)
-// and calls written, if set, after each response. Holds under a second are
-// kept in holds, if set.
+// c17Server answers request n (counted from 1 across connections, in the
+// order received) after delay(n), and calls written (if not nil) after each
+// response; it keeps the real length of each hold under a second in holds
+// (if not nil).
 func c17Server(t *testing.T, delay func(n int64) time.Duration, written func(), holds *c17Holds) *rawServer {
 	t.Helper()
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
