@@ -402,7 +402,9 @@ hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 syscalls() {
     local r w v
     read -r r w < <(awk '/^syscr:/ {r = $2} /^syscw:/ {w = $2} END {print r, w}' "/proc/$1/io")
-    v=$(awk '/^voluntary_ctxt_switches:/ {v += $2} END {print v + 0}' /proc/"$1"/task/*/status 2>/dev/null)
+    # cat, not awk's own file list: mawk stops at a file it cannot open (a thread
+    # that exited after the glob), cat goes on to the rest.
+    v=$(cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches:/ {v += $2} END {print v + 0}')
     echo "$r $w $v"
 }
 now() { date +%s.%N; }
