@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,6 +191,8 @@ func stubProcesses(b *testing.B, n int) []string {
 // heap's likewise; lag-p50-ms and lag-max-ms, from each interval's end
 // (coordinator clock) to its merge across every agent. Run with
 // -benchtime=1x; N=10000 needs a descriptor limit of about 10,300.
+// PHALANX_BENCH_WINDOW_PROFILE=file writes a CPU profile of the window
+// alone (the last N run's).
 func BenchmarkCoordinatorAgents(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
@@ -245,8 +248,10 @@ func coordinatorAgents(b *testing.B, n int) {
 		switch k {
 		case 0:
 			cpuAt1, wallAt1 = processCPU(), now
+			startWindowProfile(b)
 		case last:
 			cpuAtLast, wallAtLast = processCPU(), now
+			pprof.StopCPUProfile()
 			rssEnd, heapEnd = rssKiB(), heapKiB()
 		}
 	}}
@@ -276,6 +281,26 @@ func coordinatorAgents(b *testing.B, n int) {
 	b.ReportMetric(float64(heapEnd-heap0)/float64(n), "heap-KiB/agent")
 	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)-1].Microseconds())/1000, "lag-max-ms")
+}
+
+// windowProfileEnv names a file for a CPU profile of the window alone
+// (from the first interval's merge to the last: what %core measures, the
+// preparation left out), which -cpuprofile cannot give.
+const windowProfileEnv = "PHALANX_BENCH_WINDOW_PROFILE"
+
+func startWindowProfile(b *testing.B) {
+	path := os.Getenv(windowProfileEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatalf("%s: %v", windowProfileEnv, err)
+	}
 }
 
 // runningCoordinator starts a coordinator on loopback ports (logs

@@ -71,3 +71,62 @@ func FuzzDecodeSparse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAddTo feeds Decoder.AddTo (the coordinator's merge decodes agents'
+// interval histograms straight into its sums with it) arbitrary bytes on
+// top of an accumulator already holding a histogram: it accepts exactly
+// what Decode accepts, adds exactly Decode's counts and returns their
+// total; what it refuses leaves the accumulator as it was; SubtractFrom
+// takes what it added back out.
+func FuzzAddTo(f *testing.F) {
+	h := New()
+	f.Add(h.EncodeV2())
+	for _, us := range []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1000, 1001, 2047, 2048, 123456, HighestUs} {
+		h.RecordMicros(us)
+	}
+	f.Add(h.EncodeV2())
+	if b, err := h.Encode(); err == nil {
+		f.Add(b)
+	}
+	base := New()
+	for us := range int64(3000) {
+		base.RecordMicros(us % 700)
+	}
+	baseV2 := base.EncodeV2()
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d Decoder
+		var s Sparse
+		decErr := d.Decode(b, &s)
+		var acc, want Accumulator
+		if _, err := d.AddTo(baseV2, &acc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.AddTo(baseV2, &want); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := acc.Histogram().Encode()
+		n, err := d.AddTo(b, &acc)
+		if (err == nil) != (decErr == nil) {
+			t.Fatalf("AddTo error %v, Decode error %v", err, decErr)
+		}
+		if err != nil {
+			if got, _ := acc.Histogram().Encode(); !slices.Equal(got, before) || acc.Count() != want.Count() {
+				t.Fatalf("a refused AddTo changed the accumulator (%v)", err)
+			}
+			return
+		}
+		want.Add(&s)
+		gb, _ := acc.Histogram().Encode()
+		wb, _ := want.Histogram().Encode()
+		if n != s.Total || acc.Count() != want.Count() || !slices.Equal(gb, wb) {
+			t.Fatalf("AddTo added %d samples (accumulator %d), Decode and Add %d (%d)", n, acc.Count(), s.Total, want.Count())
+		}
+		if _, err := d.SubtractFrom(b, &acc); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := acc.Histogram().Encode(); !slices.Equal(got, before) {
+			t.Fatal("SubtractFrom did not restore the accumulator")
+		}
+	})
+}

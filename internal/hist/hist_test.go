@@ -326,3 +326,111 @@ func TestResetReuse(t *testing.T) {
 		t.Errorf("reused: count %d max %d, want 3 and %d", h.Count(), h.Max(), want.Max())
 	}
 }
+
+// TestAddToEqualsDecodeAdd: decoding V2 bytes straight into an
+// accumulator (AddTo, compressed, uncompressed or base64) sums exactly
+// what Decode then Add sums, and returns each histogram's count;
+// SubtractFrom takes each one back out to empty; a histogram corrupt past
+// its first buckets leaves the accumulator as it was.
+func TestAddToEqualsDecodeAdd(t *testing.T) {
+	var d Decoder
+	var s Sparse
+	prop := func(seed uint64, parts uint8) bool {
+		r := rand.New(rand.NewPCG(seed, 13))
+		var got, want Accumulator
+		var encs [][]byte
+		for i := range int(parts%6) + 1 {
+			h := New()
+			for _, v := range samples(r, r.IntN(3000)) {
+				h.RecordMicros(v)
+			}
+			b := h.EncodeV2()
+			switch i % 3 {
+			case 1:
+				b, _ = h.Encode()
+			case 2:
+				b = []byte(base64.StdEncoding.EncodeToString(b))
+			}
+			encs = append(encs, b)
+			if err := d.Decode(b, &s); err != nil {
+				t.Log(err)
+				return false
+			}
+			want.Add(&s)
+			n, err := d.AddTo(b, &got)
+			if err != nil || n != h.Count() {
+				t.Logf("seed %d: AddTo %d samples of %d (%v)", seed, n, h.Count(), err)
+				return false
+			}
+		}
+		gb, err1 := got.Histogram().Encode()
+		wb, err2 := want.Histogram().Encode()
+		if err1 != nil || err2 != nil || !bytes.Equal(gb, wb) || got.Count() != want.Count() {
+			t.Logf("seed %d: AddTo holds %d samples, Decode and Add %d", seed, got.Count(), want.Count())
+			return false
+		}
+		// Corrupt a copy of the last histogram's uncompressed form after
+		// its first varint: AddTo fails and got is unchanged.
+		h := got.Histogram()
+		bad := h.EncodeV2()
+		if len(bad) > v2HeaderSize+2 {
+			bad[len(bad)-1] = 0x80 // a varint that never ends
+			if _, err := d.AddTo(bad, &got); err == nil {
+				t.Logf("seed %d: AddTo took a truncated varint", seed)
+				return false
+			}
+			if b, _ := got.Histogram().Encode(); !bytes.Equal(b, gb) || got.Count() != want.Count() {
+				t.Logf("seed %d: a failed AddTo changed the accumulator", seed)
+				return false
+			}
+		}
+		for _, b := range encs {
+			if _, err := d.SubtractFrom(b, &got); err != nil {
+				t.Log(err)
+				return false
+			}
+		}
+		return got.Count() == 0 && got.Histogram().Count() == 0
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 50}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkAddTo decodes one busy agent-interval's latency histogram (a
+// keep-alive run at about 20,000 requests a second, a thousand distinct
+// values and a tail) into an accumulator, and reports ns per varint of
+// its counts: the coordinator's merge cost per histogram.
+func BenchmarkAddTo(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	h := New()
+	for range 20000 {
+		v := int64(200 + r.ExpFloat64()*600)
+		if r.IntN(1000) == 0 {
+			v = 10_000 + r.Int64N(2_000_000)
+		}
+		h.RecordMicros(v)
+	}
+	enc := h.EncodeV2()
+	payload, err := v2Counts(enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	varints := 0
+	for _, c := range payload {
+		if c < 0x80 {
+			varints++
+		}
+	}
+	var d Decoder
+	var a Accumulator
+	b.ResetTimer()
+	for range b.N {
+		if _, err := d.AddTo(enc, &a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(varints), "ns/varint")
+	b.ReportMetric(float64(varints), "varints")
+	b.ReportMetric(float64(len(enc)), "bytes")
+}

@@ -61,8 +61,54 @@ type Decoder struct {
 // than the package's (ErrGeometry), so that merges stay exact.
 func (d *Decoder) Decode(b []byte, s *Sparse) error {
 	s.Values, s.Counts, s.Index, s.Total = s.Values[:0], s.Counts[:0], s.Index[:0], 0
+	raw, err := d.uncompressed(b)
+	if err != nil {
+		return err
+	}
+	return decodeRaw(raw, s, !d.IndexOnly)
+}
+
+// AddTo decodes b (any form Decode reads) straight into a, bucket by
+// bucket, and returns the histogram's sample count: Decode and
+// Accumulator.Add in one pass over the varints, with no Sparse in between
+// (the coordinator's merge: BenchmarkMergeAgentInterval). Errors are
+// Decode's; a is unchanged after one.
+func (d *Decoder) AddTo(b []byte, a *Accumulator) (int64, error) {
+	return d.addTo(b, a, 1)
+}
+
+// SubtractFrom undoes an AddTo of the same bytes into a, returning the
+// sample count it took out: for a merge that must drop, whole, an
+// interval whose later parts fail. Errors are Decode's; a is unchanged
+// after one.
+func (d *Decoder) SubtractFrom(b []byte, a *Accumulator) (int64, error) {
+	return d.addTo(b, a, -1)
+}
+
+func (d *Decoder) addTo(b []byte, a *Accumulator, sign int64) (int64, error) {
+	raw, err := d.uncompressed(b)
+	if err != nil {
+		return 0, err
+	}
+	payload, err := v2Counts(raw)
+	if err != nil {
+		return 0, err
+	}
+	total, err := a.addCounts(payload, sign)
+	if err != nil {
+		// Take out what the varints before the bad one added.
+		_, _ = a.addCounts(payload, -sign)
+		return 0, err
+	}
+	a.total += sign * total
+	return total, nil
+}
+
+// uncompressed returns b's uncompressed V2 bytes: b itself, its base64
+// decoding, or its inflated payload (in d's buffers).
+func (d *Decoder) uncompressed(b []byte) ([]byte, error) {
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
-		return decodeRaw(b, s, !d.IndexOnly) // uncompressed V2 (EncodeV2): nothing to inflate
+		return b, nil // uncompressed V2 (EncodeV2): nothing to inflate
 	}
 	if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
 		// Not binary: try base64 text.
@@ -72,19 +118,19 @@ func (d *Decoder) Decode(b []byte, s *Sparse) error {
 		}
 		m, err := base64.StdEncoding.Decode(d.b64[:n], b)
 		if err != nil {
-			return fmt.Errorf("decode histogram: %w", err)
+			return nil, fmt.Errorf("decode histogram: %w", err)
 		}
 		b = d.b64[:m]
 		if len(b) >= 4 && binary.BigEndian.Uint32(b)&^0xf0 == v2Cookie {
-			return decodeRaw(b, s, !d.IndexOnly)
+			return b, nil
 		}
 	}
 	if len(b) < 8 || binary.BigEndian.Uint32(b)&^0xf0 != v2CompressedCookie {
-		return errors.New("decode histogram: not a V2 compressed histogram")
+		return nil, errors.New("decode histogram: not a V2 compressed histogram")
 	}
 	n := int(binary.BigEndian.Uint32(b[4:8]))
 	if n < 0 || n > len(b)-8 {
-		return fmt.Errorf("decode histogram: payload length %d, have %d bytes", n, len(b)-8)
+		return nil, fmt.Errorf("decode histogram: payload length %d, have %d bytes", n, len(b)-8)
 	}
 	d.in.Reset(b[8 : 8+n])
 	var err error
@@ -94,20 +140,20 @@ func (d *Decoder) Decode(b []byte, s *Sparse) error {
 		err = d.zr.(zlib.Resetter).Reset(&d.in, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("decode histogram: %w", err)
+		return nil, fmt.Errorf("decode histogram: %w", err)
 	}
 	d.raw.Reset()
 	if _, err := d.raw.ReadFrom(io.LimitReader(d.zr, 64<<20)); err != nil {
-		return fmt.Errorf("decode histogram: %w", err)
+		return nil, fmt.Errorf("decode histogram: %w", err)
 	}
-	return decodeRaw(d.raw.Bytes(), s, !d.IndexOnly)
+	return d.raw.Bytes(), nil
 }
 
-// decodeRaw parses an uncompressed V2 histogram into s (emptied by the
-// caller), its Values only when values is set.
-func decodeRaw(raw []byte, s *Sparse, values bool) error {
+// v2Counts checks an uncompressed V2 histogram's header (cookie, this
+// package's geometry, the counts' length) and returns its counts' varints.
+func v2Counts(raw []byte) ([]byte, error) {
 	if len(raw) < v2HeaderSize || binary.BigEndian.Uint32(raw)&^0xf0 != v2Cookie {
-		return errors.New("decode histogram: bad V2 header")
+		return nil, errors.New("decode histogram: bad V2 header")
 	}
 	countsLen := int(binary.BigEndian.Uint32(raw[4:8]))
 	offset := int32(binary.BigEndian.Uint32(raw[8:12]))
@@ -115,15 +161,27 @@ func decodeRaw(raw []byte, s *Sparse, values bool) error {
 	lowest := int64(binary.BigEndian.Uint64(raw[16:24]))
 	highest := int64(binary.BigEndian.Uint64(raw[24:32]))
 	if lowest != LowestUs || digits != SigFigs || highest < HighestUs || offset != 0 {
-		return fmt.Errorf("decode histogram: %w: lowest %d, highest %d, %d significant figures; want %d, %d, %d",
+		return nil, fmt.Errorf("decode histogram: %w: lowest %d, highest %d, %d significant figures; want %d, %d, %d",
 			ErrGeometry, lowest, highest, digits, LowestUs, HighestUs, SigFigs)
 	}
 	payload := raw[v2HeaderSize:]
 	if countsLen < 0 || countsLen > len(payload) {
-		return fmt.Errorf("decode histogram: counts length %d, have %d bytes", countsLen, len(payload))
+		return nil, fmt.Errorf("decode histogram: counts length %d, have %d bytes", countsLen, len(payload))
 	}
-	payload = payload[:countsLen]
-	maxIndex := int64(countsLenFor(HighestUs))
+	return payload[:countsLen], nil
+}
+
+// maxIndex is the number of buckets of the package's geometry: a decoded
+// histogram's indices are below it.
+var maxIndex = int64(countsLenFor(HighestUs))
+
+// decodeRaw parses an uncompressed V2 histogram into s (emptied by the
+// caller), its Values only when values is set.
+func decodeRaw(raw []byte, s *Sparse, values bool) error {
+	payload, err := v2Counts(raw)
+	if err != nil {
+		return err
+	}
 	var index int64
 	for len(payload) > 0 {
 		var v uint64
@@ -162,6 +220,116 @@ func decodeRaw(raw []byte, s *Sparse, values bool) error {
 		index++
 	}
 	return nil
+}
+
+// addCounts adds sign times the V2 counts' varints in payload to a's
+// buckets (not to its total), growing them as needed, with decodeRaw's
+// checks, and returns the counts' sum. After an error a holds what the
+// varints before the bad one added: the same payload with -sign takes
+// that out (it fails at the same varint).
+//
+// Most varints are one byte (a count below 64 or a run of up to 64 empty
+// buckets), and which of the two comes next is hard to predict: that path
+// has no branch on it.
+func (a *Accumulator) addCounts(payload []byte, sign int64) (int64, error) {
+	c := a.counts
+	fail := func(msg string) (int64, error) {
+		return 0, errors.New("decode histogram: " + msg)
+	}
+	var index, total int64
+	for i := 0; i < len(payload); {
+		// Eight one-byte counts in a row (the dense middle of a latency
+		// histogram: every byte even and below 0x80) add without a
+		// branch each.
+		if i+8 <= len(payload) && index+8 <= int64(len(c)) && total < math.MaxInt64-8*63 {
+			if w := binary.LittleEndian.Uint64(payload[i:]); w&0x8181818181818181 == 0 {
+				d := c[index : index+8 : index+8]
+				var sum int64
+				for j := range 8 {
+					x := int64(w>>(8*j+1)) & 0x3f
+					d[j] += sign * x
+					sum += x
+				}
+				total += sum
+				index += 8
+				i += 8
+				continue
+			}
+		}
+		b := payload[i]
+		if b >= 0x80 {
+			v, k := binary.Uvarint(payload[i:])
+			if k <= 0 {
+				a.counts = c
+				return fail("bad varint in counts")
+			}
+			i += k
+			x := int64(v>>1) ^ -int64(v&1) // ZigZag
+			if x < 0 {
+				if x == math.MinInt64 || -x > maxIndex-index {
+					a.counts = c
+					return fail("zero run past the last bucket")
+				}
+				index += -x
+				continue
+			}
+			if index >= maxIndex {
+				a.counts = c
+				return fail("bucket past the last one")
+			}
+			if x > math.MaxInt64-total {
+				a.counts = c
+				return fail("counts overflow")
+			}
+			if index >= int64(len(c)) {
+				c = grow(c, index)
+			}
+			c[index] += sign * x
+			total += x
+			index++
+			continue
+		}
+		i++
+		// ZigZag of one byte: even b is the count b/2, odd b a run of
+		// (b+1)/2 empty buckets; (b+1)/2 is both.
+		run := int64(b & 1)
+		v := int64(b+1) >> 1
+		if index >= int64(len(c)) {
+			if run == 1 {
+				if v > maxIndex-index {
+					a.counts = c
+					return fail("zero run past the last bucket")
+				}
+				index += v
+				continue
+			}
+			if index >= maxIndex {
+				a.counts = c
+				return fail("bucket past the last one")
+			}
+			c = grow(c, index)
+		}
+		cnt := v &^ -run // 0 for a run
+		if total+cnt < 0 {
+			a.counts = c
+			return fail("counts overflow")
+		}
+		c[index] += sign * cnt
+		total += cnt
+		index += 1 + (v-1)&-run // 1 for a count, v for a run
+		if index > maxIndex {
+			a.counts = c
+			return fail("zero run past the last bucket")
+		}
+	}
+	a.counts = c
+	return total, nil
+}
+
+// grow extends c through index (doubling, within the geometry's buckets).
+func grow(c []int64, index int64) []int64 {
+	n := min(max(index+1, 2*int64(len(c)), 2048), maxIndex)
+	return append(c, make([]int64, n-int64(len(c)))...)
 }
 
 // EncodeV2 returns h in HdrHistogram's uncompressed V2 encoding (cookie
@@ -240,10 +408,11 @@ func (h *Histogram) AddSparse(s *Sparse) error {
 // Accumulator sums decoded histograms (Sparse) bucket by bucket, by index:
 // for a merge that adds many, it skips Histogram.AddSparse's mapping of
 // each value back to its bucket (Decode already bounded the indices), a
-// third of the coordinator's merge. The zero value is empty; it is not
-// safe for concurrent use.
+// third of the coordinator's merge; Decoder.AddTo adds V2 bytes to it
+// without a Sparse. The zero value is empty; it is not safe for
+// concurrent use.
 type Accumulator struct {
-	counts []int64 // by bucket index; grown to the highest index added
+	counts []int64 // by bucket index; grown at least through the highest index added
 	total  int64
 }
 
@@ -259,6 +428,18 @@ func (a *Accumulator) Add(s *Sparse) {
 		c[idx] += s.Counts[i]
 	}
 	a.total += s.Total
+}
+
+// Merge adds o's counts to a.
+func (a *Accumulator) Merge(o *Accumulator) {
+	if len(o.counts) > len(a.counts) {
+		a.counts = append(a.counts, make([]int64, len(o.counts)-len(a.counts))...)
+	}
+	c := a.counts[:len(o.counts)]
+	for i, v := range o.counts {
+		c[i] += v
+	}
+	a.total += o.total
 }
 
 // Count returns the number of samples added.

@@ -98,11 +98,13 @@ type Stage struct {
 // PhaseKinds are the phases a Point keeps per interval.
 var PhaseKinds = []hist.Kind{hist.Connect, hist.TLSFull, hist.TLSResumed, hist.TTFB}
 
+// pending is an interval some agent has sent and not every live agent:
+// its histograms of every kind, summed over the agents merged in. The
+// window's and the stages' histograms take them when it finishes (one
+// dense add per kind and interval instead of one per agent-interval),
+// and Total and Stages add those still pending.
 type pending struct {
-	latency  *hist.Accumulator
-	lateness *hist.Accumulator                // open loop only
-	service  *hist.Accumulator                // open loop only
-	phases   [hist.NumKinds]*hist.Accumulator // PhaseKinds only
+	hists    [hist.NumKinds]*hist.Accumulator
 	counts   measure.Counts
 	requests int64
 	errors   int64
@@ -123,9 +125,9 @@ type Merger struct {
 	p      plan.Plan
 	agents int
 	dec    hist.Decoder
-	sparse [hist.NumKinds]hist.Sparse
-	// total and stageLat accumulate the window's histograms and each
-	// stage's latency by bucket index (Total and Stages build them).
+	// total and stageLat accumulate the finished intervals' histograms,
+	// the window's and each stage's latency, by bucket index (Total and
+	// Stages build them, with the pending intervals').
 	total    [hist.NumKinds]hist.Accumulator
 	stageLat []hist.Accumulator
 	counts   measure.Counts
@@ -148,7 +150,6 @@ func New(p plan.Plan, agents int) *Merger {
 		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
 	}
 	m.stageLat = make([]hist.Accumulator, len(m.stages))
-	m.dec.IndexOnly = true // the merge adds by bucket index (Accumulator)
 	return m
 }
 
@@ -163,50 +164,48 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	if err := m.check(iv); err != nil {
 		return nil, err
 	}
-	// Decode to sparse (value, count) form and add that: the cost follows
-	// the histograms' non-empty buckets, not their size.
-	for k := range hist.NumKinds {
-		if err := m.dec.Decode(iv.Histograms[k], &m.sparse[k]); err != nil {
-			return nil, fmt.Errorf("interval %d %s histogram: %w", iv.Index, k, err)
+	p, created := m.open[iv.Index], false
+	if p == nil {
+		p = &pending{start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), conns: make([]int64, m.agents), from: make([]bool, m.agents)}
+		for k := range p.hists {
+			p.hists[k] = m.newHist()
+		}
+		created = true
+	}
+	// Decode each histogram straight into the interval's sums: the cost
+	// follows the histograms' non-empty buckets, not their size.
+	var totals [hist.NumKinds]int64
+	var err error
+	added := hist.Kind(0)
+	for ; added < hist.NumKinds; added++ {
+		if totals[added], err = m.dec.AddTo(iv.Histograms[added], p.hists[added]); err != nil {
+			err = fmt.Errorf("interval %d %s histogram: %w", iv.Index, added, err)
+			break
 		}
 	}
-	latency := &m.sparse[hist.Latency]
-	if latency.Total != iv.Counts.Requests {
-		return nil, fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.Index, latency.Total, iv.Counts.Requests)
+	if err == nil && totals[hist.Latency] != iv.Counts.Requests {
+		err = fmt.Errorf("interval %d: latency histogram holds %d samples, counters say %d requests", iv.Index, totals[hist.Latency], iv.Counts.Requests)
 	}
-	if ok := m.sparse[hist.OK].Total; ok > latency.Total {
-		return nil, fmt.Errorf("interval %d: ok histogram holds %d samples, more than the latency histogram's %d", iv.Index, ok, latency.Total)
+	if ok := totals[hist.OK]; err == nil && ok > totals[hist.Latency] {
+		err = fmt.Errorf("interval %d: ok histogram holds %d samples, more than the latency histogram's %d", iv.Index, ok, totals[hist.Latency])
 	}
-	// Nothing below fails: the interval is merged whole or not at all.
-	for k := range hist.NumKinds {
-		m.total[k].Add(&m.sparse[k])
+	if err != nil {
+		// The interval is merged whole or not at all: take out what was
+		// added (the same bytes decode as before).
+		for k := range added {
+			_, _ = m.dec.SubtractFrom(iv.Histograms[k], p.hists[k])
+		}
+		if created {
+			m.release(p)
+		}
+		return nil, err
 	}
+	// Nothing below fails.
+	m.open[iv.Index] = p
 	m.markSeen(iv.Agent, iv.Index) // merged from here on
 	m.counts.Add(iv.Counts)
-	for i, st := range m.stages {
-		if iv.Start >= st.Start && iv.Start < st.Start+st.Duration {
-			st.Counts.Add(iv.Counts)
-			m.stageLat[i].Add(latency)
-		}
-	}
-	p := m.open[iv.Index]
-	if p == nil {
-		p = &pending{latency: m.newHist(), start: iv.Start, length: iv.Length, cpuBusy: make([]float64, m.agents), conns: make([]int64, m.agents), from: make([]bool, m.agents)}
-		if m.p.OpenLoop() {
-			p.lateness, p.service = m.newHist(), m.newHist()
-		}
-		for _, k := range PhaseKinds {
-			p.phases[k] = m.newHist()
-		}
-		m.open[iv.Index] = p
-	}
-	p.latency.Add(latency)
-	for _, k := range PhaseKinds {
-		p.phases[k].Add(&m.sparse[k])
-	}
-	if p.lateness != nil {
-		p.lateness.Add(&m.sparse[hist.Lateness])
-		p.service.Add(&m.sparse[hist.Service])
+	if i := m.stageOf(iv.Index); i >= 0 {
+		m.stages[i].Counts.Add(iv.Counts)
 	}
 	p.counts.Add(iv.Counts)
 	p.requests += iv.Counts.Requests
@@ -266,6 +265,27 @@ func (m *Merger) Lose(a int) ([]*Point, error) {
 	return out, nil
 }
 
+// stageOf returns the index of the stage interval k starts in (its start
+// k × Interval: the agents' interval starts, which check bounds), or -1.
+func (m *Merger) stageOf(k int) int {
+	start := time.Duration(k) * m.p.Interval
+	for i, st := range m.stages {
+		if start >= st.Start && start < st.Start+st.Duration {
+			return i
+		}
+	}
+	return -1
+}
+
+// release empties p's histograms and keeps them for the next intervals.
+func (m *Merger) release(p *pending) {
+	for k, h := range p.hists {
+		h.Reset()
+		m.free = append(m.free, h)
+		p.hists[k] = nil
+	}
+}
+
 func (m *Merger) newHist() *hist.Accumulator {
 	if n := len(m.free); n > 0 {
 		h := m.free[n-1]
@@ -279,7 +299,7 @@ func (m *Merger) newHist() *hist.Accumulator {
 func (m *Merger) finish(k int) (*Point, error) {
 	p := m.open[k]
 	delete(m.open, k)
-	latency := p.latency.Histogram()
+	latency := p.hists[hist.Latency].Histogram()
 	b, err := latency.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("interval %d: %w", k, err)
@@ -303,31 +323,31 @@ func (m *Merger) finish(k int) (*Point, error) {
 	target := m.targetAt(p.start+p.length/2, p.from)
 	if m.p.OpenLoop() {
 		pt.TargetRPS = target
+		if pt.Lateness, err = p.hists[hist.Lateness].Histogram().Encode(); err != nil {
+			return nil, fmt.Errorf("interval %d: %w", k, err)
+		}
+		if pt.Service, err = p.hists[hist.Service].Histogram().Encode(); err != nil {
+			return nil, fmt.Errorf("interval %d: %w", k, err)
+		}
 	} else {
 		pt.TargetConnections = target
 	}
-	if p.lateness != nil {
-		if pt.Lateness, err = p.lateness.Histogram().Encode(); err != nil {
-			return nil, fmt.Errorf("interval %d: %w", k, err)
-		}
-		if pt.Service, err = p.service.Histogram().Encode(); err != nil {
-			return nil, fmt.Errorf("interval %d: %w", k, err)
-		}
-		p.lateness.Reset()
-		p.service.Reset()
-		m.free = append(m.free, p.lateness, p.service)
-	}
 	for _, kind := range PhaseKinds {
-		if h := p.phases[kind]; h.Count() > 0 {
+		if h := p.hists[kind]; h.Count() > 0 {
 			if pt.Phases[kind], err = h.Histogram().Encode(); err != nil {
 				return nil, fmt.Errorf("interval %d %s: %w", k, kind, err)
 			}
-			h.Reset()
 		}
-		m.free = append(m.free, p.phases[kind])
 	}
-	p.latency.Reset()
-	m.free = append(m.free, p.latency)
+	for kind, h := range p.hists {
+		if h.Count() > 0 {
+			m.total[kind].Merge(h)
+		}
+	}
+	if i := m.stageOf(k); i >= 0 {
+		m.stageLat[i].Merge(p.hists[hist.Latency])
+	}
+	m.release(p)
 	kept := *pt // the timeline keeps no counters: they are in the window's
 	m.points[k] = &kept
 	pt.Counts = &p.counts
@@ -384,7 +404,15 @@ func (m *Merger) Timeline() ([]*Point, error) {
 func (m *Merger) Total() *hist.Set {
 	s := hist.NewSet()
 	for k := range hist.NumKinds {
-		s.Put(k, m.total[k].Histogram())
+		sum := &m.total[k]
+		if len(m.open) > 0 {
+			sum = new(hist.Accumulator)
+			sum.Merge(&m.total[k])
+			for _, p := range m.open {
+				sum.Merge(p.hists[k])
+			}
+		}
+		s.Put(k, sum.Histogram())
 	}
 	return s
 }
@@ -398,7 +426,17 @@ func (m *Merger) Counts() measure.Counts { return m.counts }
 // what was merged so far; their Counts are kept up to date by Add.
 func (m *Merger) Stages() []*Stage {
 	for i, st := range m.stages {
-		st.Latency = m.stageLat[i].Histogram()
+		sum := &m.stageLat[i]
+		for k, p := range m.open {
+			if m.stageOf(k) == i {
+				if sum == &m.stageLat[i] {
+					sum = new(hist.Accumulator)
+					sum.Merge(&m.stageLat[i])
+				}
+				sum.Merge(p.hists[hist.Latency])
+			}
+		}
+		st.Latency = sum.Histogram()
 	}
 	return m.stages
 }

@@ -243,6 +243,57 @@ func TestAddRejectsCorruptOrMismatched(t *testing.T) {
 	if m.Total().Latency.Count() != 0 || m.Counts().Requests != 0 {
 		t.Error("a rejected interval was merged")
 	}
+	if tl, err := m.Timeline(); err != nil || len(tl) != 0 {
+		t.Errorf("a rejected interval left a timeline point: %d points, %v", len(tl), err)
+	}
+}
+
+// TestRejectedIntervalLeavesOthersWhole: an agent's interval refused
+// after its first histograms were added (a corrupt one later in the set,
+// or a latency count its counters contradict) takes nothing into an
+// interval another agent already sent, nor into the window; the agent's
+// good interval then completes the point with both agents' samples.
+func TestRejectedIntervalLeavesOthersWhole(t *testing.T) {
+	m := New(plan.Plan{Connections: 2, Interval: time.Second, Duration: 10 * time.Second}, 2)
+	interval := func(agent int, us ...int64) *Interval {
+		h := hist.New()
+		for _, v := range us {
+			h.RecordMicros(v)
+		}
+		iv := &Interval{Agent: agent, Length: time.Second, Counts: &measure.Counts{Requests: int64(len(us))}}
+		for kind := range hist.NumKinds {
+			iv.Histograms[kind] = hist.New().EncodeV2()
+		}
+		iv.Histograms[hist.Latency], iv.Histograms[hist.TTFB] = h.EncodeV2(), h.EncodeV2()
+		return iv
+	}
+	if pt, err := m.Add(interval(0, 100, 200, 300)); err != nil || pt != nil {
+		t.Fatalf("agent 0: %v, %v", pt, err)
+	}
+	bad := interval(1, 5000, 6000)
+	bad.Histograms[hist.Lateness] = []byte("garbage") // after latency and TTFB
+	if _, err := m.Add(bad); err == nil {
+		t.Fatal("a corrupt lateness histogram accepted")
+	}
+	mismatched := interval(1, 5000, 6000)
+	mismatched.Counts.Requests = 3
+	if _, err := m.Add(mismatched); err == nil {
+		t.Fatal("2 latency samples with 3 requests accepted")
+	}
+	if tot := m.Total(); tot.Latency.Count() != 3 || tot.TTFB.Count() != 3 || tot.Latency.Max() > 400 {
+		t.Fatalf("window after the refusals: latency %d samples (max %d), ttfb %d; want agent 0's 3", tot.Latency.Count(), tot.Latency.Max(), tot.TTFB.Count())
+	}
+	pt, err := m.Add(interval(1, 5000, 6000))
+	if err != nil || pt == nil {
+		t.Fatalf("agent 1: %v, %v", pt, err)
+	}
+	lat, err := hist.Decode(pt.Latency)
+	if err != nil || lat.Count() != 5 || lat.Max() < 5000 || pt.Requests != 5 {
+		t.Fatalf("point: %v samples, %d requests (%v); want 5", lat.Count(), pt.Requests, err)
+	}
+	if tot := m.Total(); tot.Latency.Count() != 5 || tot.TTFB.Count() != 5 {
+		t.Fatalf("window: latency %d, ttfb %d samples; want 5", tot.Latency.Count(), tot.TTFB.Count())
+	}
 }
 
 // TestTimelineFinishesMissingAgents: an interval some agent never sent
