@@ -126,16 +126,18 @@ type Merger struct {
 	agents int
 	dec    hist.Decoder
 	// total and stageLat accumulate the finished intervals' histograms,
-	// the window's and each stage's latency, by bucket index (Total and
-	// Stages build them, with the pending intervals').
-	total    [hist.NumKinds]hist.Accumulator
-	stageLat []hist.Accumulator
-	counts   measure.Counts
-	open     map[int]*pending
-	free     []*hist.Accumulator
-	points   map[int]*Point
-	stages   []*Stage
-	seen     [][]uint64 // per agent, a bit per interval index merged; check allocates it
+	// the window's and each stage's latency, by bucket index, and counts
+	// and stageCounts their counters (Total, Stages and Counts add the
+	// pending intervals').
+	total       [hist.NumKinds]hist.Accumulator
+	stageLat    []hist.Accumulator
+	counts      measure.Counts
+	stageCounts []measure.Counts
+	open        map[int]*pending
+	free        []*hist.Accumulator
+	points      map[int]*Point
+	stages      []*Stage
+	seen        [][]uint64 // per agent, a bit per interval index merged; check allocates it
 	// lost marks the agents Lose removed; live counts the others.
 	lost []bool
 	live int
@@ -150,6 +152,7 @@ func New(p plan.Plan, agents int) *Merger {
 		m.stages = append(m.stages, &Stage{Index: i, Start: sp.Start, Duration: sp.End - sp.Start, From: sp.From, To: sp.To, Latency: hist.New()})
 	}
 	m.stageLat = make([]hist.Accumulator, len(m.stages))
+	m.stageCounts = make([]measure.Counts, len(m.stages))
 	return m
 }
 
@@ -203,10 +206,6 @@ func (m *Merger) Add(iv *Interval) (*Point, error) {
 	// Nothing below fails.
 	m.open[iv.Index] = p
 	m.markSeen(iv.Agent, iv.Index) // merged from here on
-	m.counts.Add(iv.Counts)
-	if i := m.stageOf(iv.Index); i >= 0 {
-		m.stages[i].Counts.Add(iv.Counts)
-	}
 	p.counts.Add(iv.Counts)
 	p.requests += iv.Counts.Requests
 	p.errors += iv.Counts.ErrorTotal()
@@ -344,8 +343,10 @@ func (m *Merger) finish(k int) (*Point, error) {
 			m.total[kind].Merge(h)
 		}
 	}
+	m.counts.Add(&p.counts)
 	if i := m.stageOf(k); i >= 0 {
 		m.stageLat[i].Merge(p.hists[hist.Latency])
+		m.stageCounts[i].Add(&p.counts)
 	}
 	m.release(p)
 	kept := *pt // the timeline keeps no counters: they are in the window's
@@ -419,14 +420,21 @@ func (m *Merger) Total() *hist.Set {
 
 // Counts returns the window's merged counters (Issued is 0: see
 // measure.Counts).
-func (m *Merger) Counts() measure.Counts { return m.counts }
+func (m *Merger) Counts() measure.Counts {
+	c := m.counts
+	for _, p := range m.open {
+		c.Add(&p.counts)
+	}
+	return c
+}
 
 // Stages returns the stages in order, with their merged counters and
-// latency (nil without stages). Each call rebuilds their Latency from
-// what was merged so far; their Counts are kept up to date by Add.
+// latency (nil without stages). Each call rebuilds their Counts and
+// Latency from what was merged so far.
 func (m *Merger) Stages() []*Stage {
 	for i, st := range m.stages {
 		sum := &m.stageLat[i]
+		st.Counts = m.stageCounts[i]
 		for k, p := range m.open {
 			if m.stageOf(k) == i {
 				if sum == &m.stageLat[i] {
@@ -434,6 +442,7 @@ func (m *Merger) Stages() []*Stage {
 					sum.Merge(&m.stageLat[i])
 				}
 				sum.Merge(p.hists[hist.Latency])
+				st.Counts.Add(&p.counts)
 			}
 		}
 		st.Latency = sum.Histogram()

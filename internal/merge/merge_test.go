@@ -219,6 +219,7 @@ func TestStagesAndTargets(t *testing.T) {
 			t.Errorf("interval %d: target %v, errors %d; want %v, %d", k, pt.TargetRPS, pt.Errors, want, k)
 		}
 	}
+	st = m.Stages()
 	if st[0].Counts.ErrorTotal() != 1 || st[1].Counts.ErrorTotal() != 5 {
 		t.Errorf("stage errors %d, %d; want 1, 5", st[0].Counts.ErrorTotal(), st[1].Counts.ErrorTotal())
 	}
