@@ -24,6 +24,12 @@ const (
 	h2StreamWindow = 16 << 20 // our SETTINGS_INITIAL_WINDOW_SIZE
 	h2ConnWindow   = 1 << 30  // our connection receive window
 	h2UpdateAt     = 8 << 20  // send WINDOW_UPDATE after this many bytes
+	// h2MaxHeaderBlock bounds a response header block held across
+	// CONTINUATION frames (about what x/net's decoder buffered for a
+	// field it had not finished: twice its 1 MiB string bound); past it
+	// the connection ends with COMPRESSION_ERROR. Blocks are decoded by
+	// h2hpackdec.go.
+	h2MaxHeaderBlock = 2 << 20
 )
 
 // errH2Refused marks a stream the server never processed (above a GOAWAY's

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/phalanxload/phalanx/internal/measure"
 )
@@ -66,12 +65,16 @@ type h2session struct {
 
 	// Response header blocks, decoded by the read loop alone (no lock):
 	// hdec decodes every block, also of streams given up on (the dynamic
-	// table needs them all); hstatus is the :status of the block being
-	// read, hbytes its frames' wire bytes and hend its END_STREAM while
-	// CONTINUATION frames follow. Decoding ourselves instead of the
-	// Framer's ReadMetaHeaders skips building and validating a field list
-	// per response: only :status is kept.
-	hdec    *hpack.Decoder
+	// table needs them all), and hfield takes each of its fields; hbuf
+	// holds a block's fragments until its last (CONTINUATION frames);
+	// hstatus is the :status of the block being read, hbytes its frames'
+	// wire bytes and hend its END_STREAM while CONTINUATION frames
+	// follow. Decoding ourselves instead of the Framer's ReadMetaHeaders
+	// skips building and validating a field list per response: only
+	// :status is kept.
+	hdec    *hpackDecoder
+	hfield  func(name, value string)
+	hbuf    []byte
 	hstatus string
 	// hloc is the block's Location, kept only with plan.MaxRedirects > 0
 	// (redirect.go).
@@ -161,26 +164,25 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.fr = http2.NewFramer(s.bw, bufio.NewReaderSize(stampReader{h2WrapConn(nc), &s.readAt}, 32<<10))
-	field := func(f hpack.HeaderField) {
-		s.hfields += int64(len(f.Name) + len(f.Value))
-		switch f.Name {
+	s.hfield = func(name, value string) {
+		s.hfields += int64(len(name) + len(value))
+		switch name {
 		case ":status":
-			s.hstatus = f.Value
+			s.hstatus = value
 		case "content-encoding":
-			s.henc = measure.EncodingOf(f.Value)
+			s.henc = measure.EncodingOf(value)
 		}
 	}
 	if c.e.plan.MaxRedirects > 0 { // redirect.go: Location looked at only then
-		plain := field
-		field = func(f hpack.HeaderField) {
-			if f.Name == "location" {
-				s.hloc = f.Value
+		plain := s.hfield
+		s.hfield = func(name, value string) {
+			if name == "location" {
+				s.hloc = value
 			}
-			plain(f)
+			plain(name, value)
 		}
 	}
-	s.hdec = hpack.NewDecoder(4096, field)
-	s.hdec.SetMaxStringLength(1 << 20)
+	s.hdec = newHPACKDecoder(4096) // SETTINGS_HEADER_TABLE_SIZE: we send none, so RFC 9113's default
 	s.fr.SetMaxReadFrameSize(1 << 20)
 	// One DATA frame value reused (handle keeps nothing of a frame past
 	// the next ReadFrame): no allocation per DATA frame.
@@ -709,13 +711,18 @@ func (s *h2session) handle(f http2.Frame) error {
 func (s *h2session) headerFragment(id, length uint32, frag []byte, last bool) error {
 	s.hbytes += int64(9 + length)
 	s.hblock += int64(len(frag))
-	if _, err := s.hdec.Write(frag); err != nil {
-		return http2.ConnectionError(http2.ErrCodeCompression)
+	if !last || len(s.hbuf) > 0 {
+		if len(s.hbuf)+len(frag) > h2MaxHeaderBlock {
+			return http2.ConnectionError(http2.ErrCodeCompression)
+		}
+		s.hbuf = append(s.hbuf, frag...) // the Framer reuses frag's buffer
+		if !last {
+			return nil
+		}
+		frag = s.hbuf
+		s.hbuf = s.hbuf[:0]
 	}
-	if !last {
-		return nil
-	}
-	if err := s.hdec.Close(); err != nil {
+	if err := s.hdec.decode(frag, s.hfield); err != nil {
 		return http2.ConnectionError(http2.ErrCodeCompression)
 	}
 	s.mu.Lock()
