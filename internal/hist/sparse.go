@@ -46,8 +46,9 @@ type Sparse struct {
 // inflater between calls. It is not safe for concurrent use.
 type Decoder struct {
 	// IndexOnly makes Decode leave Sparse.Values empty (Index, Counts
-	// and Total are set, all that Accumulator.Add reads): the merge's
-	// decoding skips a value computation and an append per bucket.
+	// and Total are set, all that Accumulator.Add reads): a decoding for
+	// Accumulator.Add skips a value computation and an append per bucket.
+	// (The coordinator's merge uses AddTo, which needs no Sparse.)
 	IndexOnly bool
 
 	zr  io.ReadCloser
