@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -124,10 +125,10 @@ func (l *logCounts) String() string {
 //   - join-s: until the first member (a coordinator's view) lists every
 //     member (at most 3 min; listed says how many it listed then);
 //   - drain-s and join-udp-MB: until no member's broadcast queue held a
-//     message for 2 s (at most 5 min: every member learning every other
-//     queues its alive message for 4 × ceil(log10(N+1)) retransmissions,
-//     so a fleet's join sends about N² of them), and the fleet's UDP bytes
-//     until then;
+//     message for 2 s (at most drainBound: every member learning every
+//     other queues its alive message for 4 × ceil(log10(N+1))
+//     retransmissions, so a fleet's join sends about N² of them), and the
+//     fleet's UDP bytes until then;
 //   - %core: the whole fleet's gossip CPU over 10 s × scale of steady
 //     state, as a share of one core (each member's is %core/N);
 //   - udp-B/s/member and tcp-B/s/member: the bytes each member sent per
@@ -271,7 +272,7 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 	logf("joins done after %v (%d failed joins retried); %d of %d members listed after %v",
 		joinedAll.Round(time.Millisecond), failedJoins.Load(), seen, n, listedAt.Round(time.Millisecond))
 	// The join's broadcasts drain: no queue sample above zero for 2 s.
-	for time.Since(time.Unix(0, sink.lastQueued.Load())) < 2*time.Second && time.Since(t0) < 5*time.Minute {
+	for time.Since(time.Unix(0, sink.lastQueued.Load())) < 2*time.Second && time.Since(t0) < drainBound(n, scale) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	drained, udpJoin := time.Since(t0), sink.udp.Load()-udpJoin0
@@ -326,6 +327,20 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 	if scale != 1 {
 		b.ReportMetric(detect.Seconds()/float64(scale), "detect-s-unscaled")
 	}
+}
+
+// drainBound is how long gossipFleet waits for the join's broadcasts to
+// drain: 1.5 × the time each member's queue takes to send N alive
+// messages 4 × ceil(log10(N+1)) times each (memberlist's
+// RetransmitMult and retransmitLimit) at about 45 per gossip round (3
+// members, about 15 messages in a 1,400-byte packet), and at least 5 min.
+// For N = 1,000 that is 5 min at scale 1 and about 14 min at scale 8
+// (gossip every 1.6 s).
+func drainBound(n, scale int) time.Duration {
+	retransmits := 4 * int(math.Ceil(math.Log10(float64(n+1))))
+	round := 200 * time.Millisecond * time.Duration(scale)
+	est := time.Duration(float64(n*retransmits) / 45 * float64(round))
+	return max(5*time.Minute, est*3/2)
 }
 
 // liveCount returns the number of live members c lists, itself included.
