@@ -272,7 +272,8 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 	logf("joins done after %v (%d failed joins retried); %d of %d members listed after %v",
 		joinedAll.Round(time.Millisecond), failedJoins.Load(), seen, n, listedAt.Round(time.Millisecond))
 	// The join's broadcasts drain: no queue sample above zero for 2 s.
-	for time.Since(time.Unix(0, sink.lastQueued.Load())) < 2*time.Second && time.Since(t0) < drainBound(n, scale) {
+	bound := drainBound(n, memberlist.DefaultLANConfig(), s)
+	for time.Since(time.Unix(0, sink.lastQueued.Load())) < 2*time.Second && time.Since(t0) < bound {
 		time.Sleep(100 * time.Millisecond)
 	}
 	drained, udpJoin := time.Since(t0), sink.udp.Load()-udpJoin0
@@ -331,15 +332,15 @@ func gossipFleet(b *testing.B, n, scale int, sink *gossipBytes) {
 
 // drainBound is how long gossipFleet waits for the join's broadcasts to
 // drain: 1.5 × the time each member's queue takes to send N alive
-// messages 4 × ceil(log10(N+1)) times each (memberlist's
-// RetransmitMult and retransmitLimit) at about 45 per gossip round (3
-// members, about 15 messages in a 1,400-byte packet), and at least 5 min.
-// For N = 1,000 that is 5 min at scale 1 and about 14 min at scale 8
-// (gossip every 1.6 s).
-func drainBound(n, scale int) time.Duration {
-	retransmits := 4 * int(math.Ceil(math.Log10(float64(n+1))))
-	round := 200 * time.Millisecond * time.Duration(scale)
-	est := time.Duration(float64(n*retransmits) / 45 * float64(round))
+// messages RetransmitMult × ceil(log10(N+1)) times each (memberlist's
+// retransmitLimit) at about 15 messages in a 1,400-byte packet to each
+// of GossipNodes members per GossipInterval × scale, and at least 5 min.
+// For N = 1,000 with the LAN defaults that is 5 min at scale 1 and about
+// 14 min at scale 8 (gossip every 1.6 s).
+func drainBound(n int, mc *memberlist.Config, scale time.Duration) time.Duration {
+	retransmits := mc.RetransmitMult * int(math.Ceil(math.Log10(float64(n+1))))
+	perRound := 15 * mc.GossipNodes
+	est := time.Duration(n*retransmits/perRound) * mc.GossipInterval * scale
 	return max(5*time.Minute, est*3/2)
 }
 
