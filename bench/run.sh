@@ -42,6 +42,10 @@
 #        (-m10), both tools' CPU per request and phalanx's send lateness p50/p99 and
 #        latency p50 - service time p50 (JSON); with the ka-h1/ka-h2 fixed-rate rows
 #        (60 % of the closed-loop maximum) added when those ran.
+#      BENCH_PACING_WINDOW (1ms; empty skips): each keep-alive fixed-rate row and each
+#        lateness rate also runs phalanx -R with --pacing-window at this window (sends
+#        bunched as h2load's 1-ms libev timer bunches them), compared with the same
+#        rounds' h2load runs: rows "rate N/s, window W" and "-R N, window W".
 #      BENCH_CPS_RATE (500; 0 skips): the "cps" rows (selected by BENCH_ONLY like a
 #        scenario): new TLS connections/s, one request each, full handshakes: h2load
 #        -r (its short-connection mode: a client per connection, one request each,
@@ -74,6 +78,7 @@ MEM_CONNS=${BENCH_MEM_CONNS-2000 10000}; [ "$MEM_CONNS" = 0 ] && MEM_CONNS=""
 MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10)}
 RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
 LATENESS_RATES=${BENCH_LATENESS_RATES-200 2000 20000}
+PACING_WINDOW=${BENCH_PACING_WINDOW-1ms}
 CPS_RATE=${BENCH_CPS_RATE:-500}
 NCPU=$(nproc)
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
@@ -693,6 +698,10 @@ for scen in "${selected[@]}"; do
         fi
         run_phalanx "$scen" rate "$rate" "$r" "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
         sleep 1
+        if [ -n "$RTOOL" ] && [ -n "$PACING_WINDOW" ]; then
+            run_phalanx "$scen" ratew "$rate" "$r" "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s" --pacing-window "$PACING_WINDOW"
+            sleep 1
+        fi
     done
     [ "$PROFILE" = 1 ] && run_profile "$scen" rate "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
 done
@@ -720,6 +729,10 @@ if [ "$LATENESS" = 1 ]; then
                 sleep 1
                 run_phalanx "lateness-$proto" "R$rate" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s"
                 sleep 1
+                if [ -n "$PACING_WINDOW" ]; then
+                    run_phalanx "lateness-$proto" "R${rate}w" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s" --pacing-window "$PACING_WINDOW"
+                    sleep 1
+                fi
                 if [ "$proto" = h1 ]; then
                     # The machine's own floor: a thread sleeping on the kernel's
                     # high-resolution timer for the mean interval between sends,
@@ -736,16 +749,20 @@ if [ "$LATENESS" = 1 ]; then
         echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for proto in h1 h2; do
             src=()
-            for rate in $LATENESS_RATES; do src+=("lateness-$proto R$rate $rate"); done
+            for rate in $LATENESS_RATES; do
+                src+=("lateness-$proto R$rate R$rate $rate")
+                [ -n "$PACING_WINDOW" ] && src+=("lateness-$proto R${rate}w R$rate $rate window $PACING_WINDOW")
+            done
             ka=ka-h1; [ "$proto" = h2 ] && ka=ka-h2
             krate=$(awk -F'\t' -v s="$ka" '$1 == s && $2 == "rate" {print $3; exit}' "$TSV")
-            [ -n "$krate" ] && src+=("$ka rate $krate (${RATE_FRACTION} x closed max)")
+            [ -n "$krate" ] && src+=("$ka rate rate $krate (${RATE_FRACTION} x closed max)")
+            [ -n "$krate" ] && [ -n "$PACING_WINDOW" ] && src+=("$ka ratew rate $krate (${RATE_FRACTION} x closed max), window $PACING_WINDOW")
             for e in "${src[@]}"; do
-                read -r scen mode rate label <<< "$e"
+                read -r scen mode pmode rate label <<< "$e"
                 for r in $(seq "$ROUNDS"); do
                     j=$RAW/$scen.$mode.$r.phalanx.json
                     [ -s "$j" ] || continue
-                    read -r prps pus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
+                    read -r prps pus < <(awk -F'\t' -v s="$scen" -v m="$pmode" -v r="$r" \
                         '$1 == s && $2 == m && $4 == r && $5 == "peer" {print $7, $10}' "$TSV") || true
                     read -r xrps xus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
                         '$1 == s && $2 == m && $4 == r && $5 == "phalanx" {print $7, $10}' "$TSV") || true
@@ -898,7 +915,7 @@ if [ -n "$MEM_CONNS" ]; then
 fi
 
 # --- 6. table ----------------------------------------------------------------------
-TABLE=$(awk -F'\t' "$AWK_MED"'
+TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
     function f(v, fmt) { return (v == "-" || v == "") ? "-" : sprintf(fmt, v) }
     NR == 1 || $1 ~ /^mem-/ {next}
     {
@@ -919,7 +936,7 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
             xn_runs[k]++
             if ($17 + $18 > 0 && $1 ~ /^short/) res[k] = res[k] " " 100 * $18 / ($17 + $18)
             if ($19 == 1) bound[k]++
-            if ($2 == "rate" && $21 + 0 > 0) late[k] = late[k] " " 100 * $20 / $21
+            if ($2 ~ /^rate/ && $21 + 0 > 0) late[k] = late[k] " " 100 * $20 / $21
             if ($22 != "-" && $22 != "") { erun[k]++; ek[k] = ek[k] (ek[k] ? "; " : "") "r" $4 ": " $22 }
         }
     }
@@ -928,29 +945,32 @@ TABLE=$(awk -F'\t' "$AWK_MED"'
         print "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for (i = 1; i <= no; i++) {
             k = order[i]
-            pu = med(pus[k]); xu = med(xus[k])
+            # A ratew row (phalanx --pacing-window) is compared with the
+            # peer runs of the same scenario and its rate row.
+            pk = (mode[k] == "ratew") ? scen[k] SUBSEP "rate" : k
+            pu = med(pus[pk]); xu = med(xus[k])
             ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
-            pnu = med(pnus[k]); xnu = med(xnus[k])
+            pnu = med(pnus[pk]); xnu = med(xnus[k])
             nratio = (pnu != "-" && xnu != "-" && pnu > 0) ? sprintf("%.2f", xnu / pnu) : "-"
-            m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s"
-            t = (k in tool) ? tool[k] : "n/a"
+            m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s" (mode[k] == "ratew" ? ", window " win : "")
+            t = (pk in tool) ? tool[pk] : "n/a"
             nt = ""
             if (res[k] != "") nt = nt (nt ? "; " : "") sprintf("resumed %.0f%% of handshakes", med(res[k]))
             if (late[k] != "") nt = nt (nt ? "; " : "") sprintf("missed sends %.0f%%", med(late[k]))
             if (bound[k]) nt = nt (nt ? "; " : "") "client-bound in " bound[k] "/" xn_runs[k]
             if (erun[k]) nt = nt (nt ? "; " : "") "errors in " erun[k] "/" xn_runs[k] " (" ek[k] ")"
             if (notes[k] != "") nt = nt (nt ? "; " : "") notes[k]
-            pn = med(pngx[k]); xn = med(xngx[k])
-            nt = "server CPU " ((k in tool) ? sprintf("%.0f%%", pn) " (peer) / " : "") sprintf("%.0f%%", xn) " (phalanx)" (nt ? "; " nt : "")
-            pr = med(prps[k]); xr = med(xrps[k])
-            if ((k in tool) && pr != "-" && xr != "-" && pr > 0) nt = sprintf("RPS ratio phalanx/peer %.2f; ", xr / pr) nt
-            if (pbad[k]) nt = nt (nt ? "; " : "") "peer errors in " pbad[k] " run(s)"
+            pn = med(pngx[pk]); xn = med(xngx[k])
+            nt = "server CPU " ((pk in tool) ? sprintf("%.0f%%", pn) " (peer) / " : "") sprintf("%.0f%%", xn) " (phalanx)" (nt ? "; " nt : "")
+            pr = med(prps[pk]); xr = med(xrps[k])
+            if ((pk in tool) && pr != "-" && xr != "-" && pr > 0) nt = sprintf("RPS ratio phalanx/peer %.2f; ", xr / pr) nt
+            if (pbad[pk]) nt = nt (nt ? "; " : "") "peer errors in " pbad[k] " run(s)"
             if (xbad[k] && !erun[k]) nt = nt (nt ? "; " : "") "phalanx failed in " xbad[k] " run(s)"
             printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scen[k], m, t,
-                (k in tool) ? f(med(prps[k]), "%.0f") : "n/a", f(med(xrps[k]), "%.0f"),
-                (k in tool) ? f(pu, "%.1f") : "n/a", f(xu, "%.1f"), ratio,
-                (k in tool) ? f(pnu, "%.2f") : "n/a", f(xnu, "%.2f"), nratio,
-                (k in tool) ? f(med(prss[k]), "%.1f") : "n/a", f(med(xrss[k]), "%.1f"), f(med(cc[k]), "%.1f"), (nt ? nt : "-")
+                (pk in tool) ? f(med(prps[pk]), "%.0f") : "n/a", f(med(xrps[k]), "%.0f"),
+                (pk in tool) ? f(pu, "%.1f") : "n/a", f(xu, "%.1f"), ratio,
+                (pk in tool) ? f(pnu, "%.2f") : "n/a", f(xnu, "%.2f"), nratio,
+                (pk in tool) ? f(med(prss[pk]), "%.1f") : "n/a", f(med(xrss[k]), "%.1f"), f(med(cc[k]), "%.1f"), (nt ? nt : "-")
         }
     }' "$TSV")
 

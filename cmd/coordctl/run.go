@@ -35,16 +35,17 @@ type runFlags struct {
 	jsonFile    string
 	htmlFile    string
 
-	requests    int64
-	warmup      wrkDuration
-	noKeepAlive bool
-	http2       bool
-	http3       bool
-	maxStreams  int
-	host        string
-	connectTo   string
-	resolver    string
-	mixFile     string
+	requests     int64
+	warmup       wrkDuration
+	pacingWindow wrkDuration
+	noKeepAlive  bool
+	http2        bool
+	http3        bool
+	maxStreams   int
+	host         string
+	connectTo    string
+	resolver     string
+	mixFile      string
 
 	rate           int64
 	maxConnections int
@@ -212,6 +213,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.htmlFile, "html", "", "also write the report as one self-contained HTML page (timeline, percentile spectra, agents; opens offline) to this file")
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each intended send time down to a multiple of this window, e.g. 1ms, so sends due together leave on one timer wake-up (h2load's and wrk2's event loops tick at 1 ms); latency and lateness run from the rounded times; up to 10ms (default 0: each request at its own instant)")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
 	f.connRate.register(fl)
 	fl.IntVar(&f.maxRedirects, "max-redirects", 0, "redirect hops each request follows, same origin only (0: a 3xx is the response, as wrk); a loop or more hops is the redirect error")
@@ -279,6 +281,7 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	override("requests", func() { p.Requests = f.requests })
 	override("rate", func() { p.Rate = f.rate })
 	override("max-connections", func() { p.MaxConnections = f.maxConnections })
+	override("pacing-window", func() { p.PacingWindow = time.Duration(f.pacingWindow) })
 	override("warmup", func() { p.Warmup = time.Duration(f.warmup) })
 	override("interval", func() { p.Interval = time.Duration(f.interval) })
 	override("no-keepalive", func() { p.NoKeepAlive = f.noKeepAlive })
@@ -418,7 +421,7 @@ var fieldFlags = map[string]string{
 	"connect_to": "connect-to", "resolver": "resolver", "tls.min_version": "tls-min", "tls.max_version": "tls-max",
 	"tls.ciphers": "ciphers", "tls.curves": "curves", "tls.alpn": "alpn", "tls.cert": "cert", "on_agent_loss": "on-agent-loss",
 	"requests_per_connection": "requests-per-connection", "cps": "cps", "max_redirects": "max-redirects", "tls.resume_ratio": "resume-ratio", "tls.early_data": "early-data", "source_ips": "source-ips",
-	"tls.ca_file": "cacert", "close": "close",
+	"tls.ca_file": "cacert", "close": "close", "pacing_window": "pacing-window",
 }
 
 // flagName returns how errors name flag: "-c/--connections", "--rate".

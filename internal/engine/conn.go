@@ -417,7 +417,7 @@ func (e *Engine) watch(w *worker) {
 		if !ok {
 			return
 		}
-		due := e.mono.Add(off)
+		due := e.mono.Add(e.paced(off))
 		if !e.windowEnd.IsZero() && !due.Before(e.windowEnd) {
 			return
 		}
@@ -454,12 +454,14 @@ func (e *Engine) lastDue(w *worker, t time.Time) int64 {
 	if !e.windowEnd.IsZero() && !t.Before(e.windowEnd) {
 		t = e.windowEnd.Add(-1)
 	}
-	due := w.sched.cumulative(t.Sub(e.mono)) - w.phase
+	// Paced at or before t is scheduled before t + 1 ns's cutoff.
+	cut := e.rawCutoff(t.Sub(e.mono) + 1)
+	due := w.sched.cumulative(cut) - w.phase
 	if due < 0 {
 		return -1
 	}
 	n := int64(due)
-	if at, ok := w.sched.at(float64(n) + w.phase); !ok || e.mono.Add(at).After(t) {
+	if at, ok := w.sched.at(float64(n) + w.phase); !ok || at >= cut {
 		n-- // rounding: ticket n falls after t
 	}
 	return n

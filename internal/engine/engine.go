@@ -859,7 +859,7 @@ func (e *Engine) countUnsent(k int, until time.Time) {
 	if e.windowEnd.IsZero() || e.cfg.Share.Requests > 0 {
 		return
 	}
-	end := until.Sub(e.mono)
+	end := e.rawCutoff(until.Sub(e.mono)) // paced before until
 	for _, w := range e.workers {
 		if !w.open {
 			continue

@@ -49,10 +49,11 @@ type openPacer struct{ e *Engine }
 func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	e := p.e
 	k := w.ticket.Add(1) - 1
-	off, ok := w.sched.at(float64(k) + w.phase)
+	raw, ok := w.sched.at(float64(k) + w.phase)
 	if !ok {
 		return time.Time{}, false
 	}
+	off := e.paced(raw)
 	start = e.mono.Add(off)
 	if !e.windowEnd.IsZero() && !start.Before(e.windowEnd) {
 		return time.Time{}, false
@@ -61,7 +62,7 @@ func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	w.taken.Add(1)
-	if e.firstOfPhase(w, k, off) {
+	if e.firstOfPhase(w, k, raw) {
 		// The run's first send and each stage's first: wait at the
 		// instant's precision, so agents start and change load
 		// together. Other sends wait on the worker's clock.
@@ -76,6 +77,31 @@ func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 		return e.giveBack(w) // due at or after the window was ended
 	}
 	return start, true
+}
+
+// paced returns the intended send offset (from the start instant) of a
+// ticket the schedule puts at raw: raw itself, or, with the plan's
+// PacingWindow, raw rounded down to a multiple of the window, so that
+// every ticket of one window has the same intended time and its slots
+// are released by one wake-up of the clock.
+func (e *Engine) paced(raw time.Duration) time.Duration {
+	if w := e.plan.PacingWindow; w > 0 {
+		return raw - raw%w
+	}
+	return raw
+}
+
+// rawCutoff returns the schedule offset c such that a ticket's paced
+// offset is before t exactly when the schedule's is before c: t itself
+// without a pacing window; with one, t rounded up to a multiple of it
+// (floor(r/W)·W < t ⟺ r < ⌈t/W⌉·W). The accounting of tickets due by an
+// instant (growth refused, unsent at the window's end) uses it, so that it
+// counts what the pacer releases.
+func (e *Engine) rawCutoff(t time.Duration) time.Duration {
+	if w := e.plan.PacingWindow; w > 0 && t%w != 0 {
+		return t - t%w + w
+	}
+	return t
 }
 
 // closedPacer keeps slot j active while the worker's connection target

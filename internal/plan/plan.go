@@ -15,7 +15,10 @@ const (
 	DefaultConnections = 10
 	DefaultDuration    = 10 * time.Second
 	DefaultTimeout     = 2 * time.Second // wrk's --timeout default
-	DefaultInterval    = time.Second
+	// MaxPacingWindow bounds PacingWindow: a longer window would make the
+	// schedule's bunches, not the server, the latency measured.
+	MaxPacingWindow = 10 * time.Millisecond
+	DefaultInterval = time.Second
 	// MaxRunLength bounds duration+timeout so that every latency fits the
 	// histogram range (internal/hist.HighestUs is 24 h).
 	MaxRunLength = 23 * time.Hour
@@ -92,6 +95,17 @@ type Plan struct {
 	// loop; in open loop it may be zero only when the first stage ramps
 	// from it.
 	Rate int64
+	// PacingWindow, in open loop, rounds each request's intended send
+	// time down to a multiple of the window from the start instant
+	// (coordctl's --pacing-window, the file's pacing_window), so that the
+	// requests due within one window leave together on one timer wake-up,
+	// as h2load's and wrk2's event loops do (libev and ae wake on a 1-ms
+	// timer). The rate is unchanged; sends are bunched. Latency and send
+	// lateness run from the rounded times, the instants actually
+	// scheduled, and the report states the window. Zero, the default,
+	// schedules every request at its own instant (the precise pacing);
+	// at most MaxPacingWindow; open loop only.
+	PacingWindow time.Duration
 	// MaxConnections caps the connections an open-loop run may open when
 	// every connection is busy; default Connections (no growth). With
 	// ConnectionRate it is the cap on connections open at once
@@ -676,6 +690,7 @@ func (p *Plan) validateLoad() []error {
 	}
 	errs = append(errs, p.validateConnectionRate()...)
 	errs = append(errs, p.validateRedirects()...)
+	errs = append(errs, p.validatePacingWindow()...)
 	if len(p.Stages) == 0 {
 		return errs
 	}
@@ -707,4 +722,31 @@ func (p *Plan) validateLoad() []error {
 		bad("requests", fmt.Sprint(p.Requests), "count mode does not combine with stages")
 	}
 	return errs
+}
+
+// validatePacingWindow checks PacingWindow: open loop only, at most
+// MaxPacingWindow, and a divisor of the interval, warm-up and duration, so
+// that the rounded send times fall in the same interval, phase and stage
+// (stages are multiples of the interval) as the schedule's.
+func (p *Plan) validatePacingWindow() []error {
+	w := p.PacingWindow
+	if w == 0 {
+		return nil
+	}
+	bad := func(allowed string) []error {
+		return []error{&FieldError{Field: "pacing_window", Value: w.String(), Allowed: allowed}}
+	}
+	switch {
+	case w < 0 || w > MaxPacingWindow:
+		return bad(fmt.Sprintf("want 0 (each request at its own instant, the default) up to %v, e.g. 1ms", MaxPacingWindow))
+	case !p.OpenLoop():
+		return bad("a closed-loop plan has no schedule to bunch: give a rate, or drop the pacing window")
+	case p.Interval > 0 && p.Interval%w != 0:
+		return bad(fmt.Sprintf("want a divisor of the interval (%v), e.g. 1ms, so that rounded sends stay in their interval", p.Interval))
+	case p.Warmup%w != 0:
+		return bad(fmt.Sprintf("want a divisor of the warm-up (%v), e.g. 1ms", p.Warmup))
+	case p.Duration%w != 0:
+		return bad(fmt.Sprintf("want a divisor of the duration (%v), e.g. 1ms", p.Duration))
+	}
+	return nil
 }

@@ -46,6 +46,11 @@ func TestValidate(t *testing.T) {
 	if err := (func() *Plan { p := base(); return &p })().Validate(); err != nil {
 		t.Fatalf("valid plan: %v", err)
 	}
+	paced := base()
+	paced.Load, paced.Rate, paced.PacingWindow = OpenLoop, 2000, time.Millisecond
+	if err := paced.Validate(); err != nil {
+		t.Fatalf("open loop with a 1-ms pacing window: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		mutate func(*Plan)
@@ -61,6 +66,18 @@ func TestValidate(t *testing.T) {
 		{"bad header", func(p *Plan) { p.Headers = []Header{{"X Y", "z"}} }, "headers[0]"},
 		{"agents > conns", func(p *Plan) { p.Connections = 2; p.Agents = 3 }, "agents = 3: want at most connections (2)"},
 		{"too long", func(p *Plan) { p.Duration = 30 * time.Hour }, "duration + timeout must be at most 23h0m0s"},
+		{"pacing window closed loop", func(p *Plan) { p.PacingWindow = time.Millisecond }, "pacing_window = 1ms: a closed-loop plan has no schedule to bunch"},
+		{"pacing window too long", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, 20*time.Millisecond }, "pacing_window = 20ms: want 0"},
+		{"pacing window negative", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, -time.Millisecond }, "pacing_window = -1ms: want 0"},
+		{"pacing window off the duration", func(p *Plan) {
+			p.Load, p.Rate, p.PacingWindow, p.Duration = OpenLoop, 100, 2*time.Millisecond, 1001*time.Millisecond
+		}, "pacing_window = 2ms: want a divisor of the duration (1.001s)"},
+		{"pacing window off the interval", func(p *Plan) {
+			p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, 3*time.Millisecond
+		}, "pacing_window = 3ms: want a divisor of the interval (1s)"},
+		{"pacing window off the warm-up", func(p *Plan) {
+			p.Load, p.Rate, p.PacingWindow, p.Warmup = OpenLoop, 100, time.Millisecond, 1500*time.Microsecond
+		}, "pacing_window = 1ms: want a divisor of the warm-up (1.5ms)"},
 	} {
 		p := base()
 		tc.mutate(&p)

@@ -32,6 +32,9 @@ type Run struct {
 	// ResumeRatio is the plan's fraction of handshakes offered a session
 	// (--resume-ratio; 0 without one).
 	ResumeRatio float64
+	// PacingWindow is the open-loop plan's pacing window (--pacing-window;
+	// 0: each request scheduled at its own instant).
+	PacingWindow time.Duration
 	// Connections is the plan's; PlanDuration its window (-d, 0 in count
 	// mode without one) and PlanRequests its count (-n, 0 in duration
 	// mode).
@@ -274,6 +277,11 @@ type Report struct {
 	// TargetRPS is the open-loop target rate (0 in closed loop; with
 	// stages, the window's mean target).
 	TargetRPS float64 `json:"target_rps,omitempty"`
+	// PacingWindowUs is the open-loop plan's pacing window in µs
+	// (--pacing-window): intended send times were rounded down to
+	// multiples of it, and latency and send lateness run from the rounded
+	// times. Omitted when 0 (each request at its own instant).
+	PacingWindowUs int64 `json:"pacing_window_us,omitempty"`
 	// Close is how the tool closed its connections: "fin" (the default)
 	// or "rst" (a TCP reset, --close rst).
 	Close string `json:"close"`

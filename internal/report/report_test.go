@@ -265,6 +265,28 @@ func TestClientBound(t *testing.T) {
 		!strings.Contains(b.String(), "\n  Latency Distribution\n") {
 		t.Errorf("open-loop text report:\n%s\nwant the latency measured from the intended send time, and wrk's distribution heading", b.String())
 	}
+	if strings.Contains(b.String(), "paced in") || r.PacingWindowUs != 0 {
+		t.Errorf("open loop without a pacing window reports one (%d µs):\n%s", r.PacingWindowUs, b.String())
+	}
+	// A pacing window reaches the report from the plan: the text says the
+	// sends were bunched, the JSON gives the window.
+	paced := result(t)
+	paced.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500, PacingWindow: durationpb.New(time.Millisecond)}}
+	rp, err := wire.ReportFromResult(paced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pt strings.Builder
+	if err := rp.WriteText(&pt, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pt.String(), "  paced in 1ms windows: each intended send time rounded down") || !strings.Contains(string(js), `"pacing_window_us":1000`) {
+		t.Errorf("open loop with a 1-ms pacing window: text\n%s\nJSON %s\nwant the window stated in both", pt.String(), js)
+	}
 }
 
 func TestFromResultRejectsCorruptHistogram(t *testing.T) {

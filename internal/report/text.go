@@ -107,6 +107,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		} else {
 			p.f("  open loop%s; latency from each request's intended send time\n", r.targetText(r.TargetRPS, "requests/sec"))
 		}
+		if r.PacingWindowUs > 0 {
+			p.f("  paced in %v windows: each intended send time rounded down to a multiple of the window (--pacing-window), sends due in one window leave together\n", time.Duration(r.PacingWindowUs)*time.Microsecond)
+		}
 	}
 	if r.MaxStreams > 0 {
 		p.f("  HTTP/2, %s per connection\n", plural(int64(r.MaxStreams), "concurrent stream"))

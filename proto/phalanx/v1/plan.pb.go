@@ -515,7 +515,12 @@ type OpenLoop struct {
 	Rate int64 `protobuf:"varint,1,opt,name=rate,proto3" json:"rate,omitempty"`
 	// stages ramp the rate linearly, from rate to each stage's target in
 	// turn.
-	Stages        []*Stage `protobuf:"bytes,2,rep,name=stages,proto3" json:"stages,omitempty"`
+	Stages []*Stage `protobuf:"bytes,2,rep,name=stages,proto3" json:"stages,omitempty"`
+	// pacing_window rounds each intended send time down to a multiple of
+	// the window from the start instant (--pacing-window), so that sends due
+	// in one window leave on one wake-up; unset or 0 paces each request at
+	// its own instant.
+	PacingWindow  *durationpb.Duration `protobuf:"bytes,3,opt,name=pacing_window,json=pacingWindow,proto3" json:"pacing_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -560,6 +565,13 @@ func (x *OpenLoop) GetRate() int64 {
 func (x *OpenLoop) GetStages() []*Stage {
 	if x != nil {
 		return x.Stages
+	}
+	return nil
+}
+
+func (x *OpenLoop) GetPacingWindow() *durationpb.Duration {
+	if x != nil {
+		return x.PacingWindow
 	}
 	return nil
 }
@@ -1075,10 +1087,11 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +
-	"\x06stages\x18\x01 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"I\n" +
+	"\x06stages\x18\x01 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"\x89\x01\n" +
 	"\bOpenLoop\x12\x12\n" +
 	"\x04rate\x18\x01 \x01(\x03R\x04rate\x12)\n" +
-	"\x06stages\x18\x02 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"u\n" +
+	"\x06stages\x18\x02 \x03(\v2\x11.phalanx.v1.StageR\x06stages\x12>\n" +
+	"\rpacing_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\fpacingWindow\"u\n" +
 	"\x05Stage\x125\n" +
 	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x16\n" +
 	"\x06target\x18\x04 \x01(\x03R\x06targetJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04R\x04rateR\vconnections\"\x8d\x01\n" +
@@ -1173,14 +1186,15 @@ var file_phalanx_v1_plan_proto_depIdxs = []int32{
 	0,  // 10: phalanx.v1.Plan.on_agent_loss:type_name -> phalanx.v1.AgentLossPolicy
 	5,  // 11: phalanx.v1.ClosedLoop.stages:type_name -> phalanx.v1.Stage
 	5,  // 12: phalanx.v1.OpenLoop.stages:type_name -> phalanx.v1.Stage
-	10, // 13: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
-	7,  // 14: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
-	2,  // 15: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	10, // 13: phalanx.v1.OpenLoop.pacing_window:type_name -> google.protobuf.Duration
+	10, // 14: phalanx.v1.Stage.duration:type_name -> google.protobuf.Duration
+	7,  // 15: phalanx.v1.Request.headers:type_name -> phalanx.v1.Header
+	2,  // 16: phalanx.v1.Share.plan:type_name -> phalanx.v1.Plan
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_phalanx_v1_plan_proto_init() }
