@@ -35,7 +35,8 @@
 # Env: BENCH_ROUNDS (3)  BENCH_SECONDS (10)  BENCH_QUICK=1 (1 round of 3 s, smoke test)
 #      BENCH_ONLY=<regex over scenario names>  BENCH_CONNS (50)  BENCH_MEM_CONNS ("2000 10000":
 #      the memory table's connection counts; 0 or empty skips it)  BENCH_RATE_FRACTION (0.6)  BENCH_CLIENT_CPU (0)
-#      BENCH_SERVER_CPU (last CPU)
+#      BENCH_SERVER_CPU (last CPU)  BENCH_COORD_CPU (BENCH_SERVER_CPU): where the coordinator
+#        and coordctl run (the agent always runs alone on BENCH_CLIENT_CPU)
 #      BENCH_LATENESS_RATES ("200 2000 20000"; empty skips): the "lateness" rows
 #        (selected by BENCH_ONLY like a scenario named lateness): h2load --rps and
 #        phalanx -R at each rate on the 600-byte page, keep-alive HTTP/1.1 and HTTP/2
@@ -83,6 +84,11 @@ CPS_RATE=${BENCH_CPS_RATE:-500}
 NCPU=$(nproc)
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
 SERVER_CPU=${BENCH_SERVER_CPU:-$((NCPU - 1))}
+# The coordinator and coordctl run off the agent's CPU, as in a deployed
+# cluster (the agent alone on its client machine): on the agent's CPU they
+# preempt it for up to a scheduler slice, which was most of its send
+# lateness p99 (README, Performance).
+COORD_CPU=${BENCH_COORD_CPU:-$SERVER_CPU}
 H=127.0.0.1
 RUN_CAP=$((SECS + 60))          # hard cap (s) for one tool / coordctl invocation
 
@@ -371,7 +377,7 @@ SRV_PID=$NGX_WORKER   # the server process whose CPU the runs measure (define se
 # --- 3. coordinator + one agent ---------------------------------------------------
 CO_GRPC=$H:$(free_port); CO_GOSSIP=$H:$(free_port)
 AG_GRPC=$H:$(free_port); AG_GOSSIP=$H:$(free_port)
-taskset -c "$CLIENT_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local --data-dir "" \
+taskset -c "$COORD_CPU" "$COORD_BIN" --grpc-addr "$CO_GRPC" --gossip-addr "$CO_GOSSIP" --local --data-dir "" \
     --log-level warn > "$TMP/coordinator.log" 2>&1 &
 COORD_PID=$!
 PPROF_ARGS=(); PPROF=""
@@ -379,7 +385,7 @@ if [ "$PROFILE" = 1 ]; then PPROF=$H:$(free_port); PPROF_ARGS=(--pprof-addr "$PP
 "$AGENT_BIN" --cpus "$CLIENT_CPU" --grpc-addr "$AG_GRPC" --gossip-addr "$AG_GOSSIP" --join "$CO_GOSSIP" \
     --local --log-level warn "${PPROF_ARGS[@]}" > "$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
-ctl() { taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" "$@"; }
+ctl() { taskset -c "$COORD_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" "$@"; }
 
 agent_idle() {   # the STATE column found by its header (columns get added)
     ctl agents 2>/dev/null | awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "STATE") c = i; next}
@@ -493,12 +499,12 @@ run_phalanx() {
     local scen=$1 mode=$2 rate=$3 round=$4 url=$5; shift 6
     local tag=$scen.$mode.$round.phalanx rc=0 a0 a1 c0 c1 w0 w1 t0 t1 json=$RAW/$scen.$mode.$round.phalanx.json
     wait_idle 20 || log "warning: agent not idle before $tag"
-    printf '%q ' taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" --cacert "$CA" --json "$json" "$url" > "$RAW/$tag.cmd"
+    printf '%q ' taskset -c "$COORD_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" --cacert "$CA" --json "$json" "$url" > "$RAW/$tag.cmd"
     echo >> "$RAW/$tag.cmd"
     echo 5 > "/proc/$AGENT_PID/clear_refs"          # reset the agent's peak RSS (VmHWM)
     a0=$(ticks "$AGENT_PID"); c0=$(ticks "$COORD_PID"); w0=$(ticks "$SRV_PID"); t0=$(now)
     local io0 io1 sio0 sio1; io0=$(syscalls "$AGENT_PID"); sio0=$(syscalls "$SRV_PID")
-    bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
+    bounded "$RAW/$tag.out" taskset -c "$COORD_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
         --cacert "$CA" --json "$json" "$url" || rc=$?
     t1=$(now); a1=$(ticks "$AGENT_PID"); c1=$(ticks "$COORD_PID"); w1=$(ticks "$SRV_PID")
     io1=$(syscalls "$AGENT_PID"); sio1=$(syscalls "$SRV_PID")
@@ -543,7 +549,7 @@ run_profile() {
     ( sleep 1; curl -s -m $(( secs + 30 )) -o "$RAW/$tag.cpu.pprof" \
         "http://$PPROF/debug/pprof/profile?seconds=$secs" ) &
     cpid=$!
-    bounded "$RAW/$tag.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
+    bounded "$RAW/$tag.out" taskset -c "$COORD_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run "$@" \
         --cacert "$CA" "$url" || rc=$?
     wait "$cpid" || true
     curl -s -m 30 -o "$RAW/$tag.allocs1.pprof" "http://$PPROF/debug/pprof/allocs" || true
@@ -643,7 +649,7 @@ if [ "$RSS_REQUESTS" -gt 0 ]; then
     RSS_SAMPLER=$!
     RUN_CAP=$(( RSS_REQUESTS / 2000 + 120 ))     # bounded: at least 2,000 req/s
     rc=0
-    bounded "$RAW/rss.out" taskset -c "$CLIENT_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run -c"$CONNS" \
+    bounded "$RAW/rss.out" taskset -c "$COORD_CPU" "$CTL_BIN" --coordinator "$CO_GRPC" run -c"$CONNS" \
         -n "$RSS_REQUESTS" --cacert "$CA" --json "$RAW/rss.json" "$URL" || rc=$?
     kill "$RSS_SAMPLER" 2>/dev/null; wait "$RSS_SAMPLER" 2>/dev/null || true
     [ "$rc" = 0 ] || die "the long run failed (rc $rc): $(tail -n 5 "$RAW/rss.out" | tr '\n' ' ')"
@@ -979,7 +985,7 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
     echo
     echo "- machine: $NCPU CPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), kernel $(uname -r), load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- server: nginx $NGX_VER ($(openssl version | awk '{print $1, $2}')), 1 worker pinned to CPU $SERVER_CPU, ECDSA P-256 leaf, TLS 1.2+1.3, session cache + tickets on, https://127.0.0.1/ (600 B) and /big.html (16 KiB)${LT_VER:+; lighttpd $LT_VER (Debian package, unpacked) for ka-h2-lighttpd, pinned to CPU $SERVER_CPU, same page and leaf}"
-    echo "- client CPU $CLIENT_CPU: peers under taskset; phalanx = 1 agent (--cpus $CLIENT_CPU) + coordinator (taskset) + coordctl (taskset), all on CPU $CLIENT_CPU"
+    echo "- client CPU $CLIENT_CPU: peers under taskset; phalanx = 1 agent (--cpus $CLIENT_CPU); its coordinator and coordctl (taskset) on CPU $COORD_CPU"
     echo "- tools: $(wrk -v 2>&1 | head -n1 | awk '{print $1, $2}'), $(h2load --version | head -n1), ab $(ab -V | sed -n 's/.*Version \([0-9.]*\).*/\1/p'), phalanx $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?') ($(go version | awk '{print $3}'))"
     echo "- $ROUNDS round(s) of ${SECS}s per tool per row, interleaved peer/phalanx; $CONNS connections; fixed rate = ${RATE_FRACTION} x the peer's closed-loop median, rounded down to a multiple of $CONNS; **medians** over rounds"
     echo "- idle before the runs: agent ${idle_agent_pct}% CPU, ${idle_agent_rss} MB RSS; coordinator ${idle_coord_pct}% CPU"

@@ -207,7 +207,7 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 
 func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
 	var cpu time.Duration
-	all, counts := openLoopRun(b, url, rate, pacing, 2*time.Second, func() { cpu = processCPU() - cpu })
+	all, counts := openLoopRun(b, url, rate, pacing, 0, 2*time.Second, func() { cpu = processCPU() - cpu })
 	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(50)), "late-p50-us")
 	b.ReportMetric(float64(all.Lateness.ValueAtPercentile(99)), "late-p99-us")
 	b.ReportMetric(float64(all.Latency.ValueAtPercentile(50)-all.Service.ValueAtPercentile(50)), "lat-svc-p50-us")
@@ -217,11 +217,11 @@ func openLoopLateness(b *testing.B, url string, rate int, pacing Pacing) {
 }
 
 // openLoopRun runs one open-loop window of length d at rate requests/s
-// (16 connections, up to 64) against url with pacing, calling mark just
-// before and just after Run, and returns the merged histograms and
-// counters.
-func openLoopRun(b *testing.B, url string, rate int, pacing Pacing, d time.Duration, mark func()) (*hist.Set, measure.Counts) {
-	p := plan.Plan{URL: url, Connections: 16, MaxConnections: 64, Load: plan.OpenLoop, Rate: int64(rate), Duration: d, Timeout: 5 * time.Second}
+// (16 connections, up to 64) against url with pacing and the plan's
+// pacing window (0: none), calling mark just before and just after Run,
+// and returns the merged histograms and counters.
+func openLoopRun(b *testing.B, url string, rate int, pacing Pacing, window, d time.Duration, mark func()) (*hist.Set, measure.Counts) {
+	p := plan.Plan{URL: url, Connections: 16, MaxConnections: 64, Load: plan.OpenLoop, Rate: int64(rate), PacingWindow: window, Duration: d, Timeout: 5 * time.Second}
 	p.SetDefaults()
 	e, err := New(context.Background(), Config{Share: plan.Shares("b", p, 1)[0], Pacing: pacing})
 	if err != nil {
