@@ -951,14 +951,16 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
         print "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for (i = 1; i <= no; i++) {
             k = order[i]
-            # A ratew row (phalanx --pacing-window) is compared with the
-            # peer runs of the same scenario and its rate row.
-            pk = (mode[k] == "ratew") ? scen[k] SUBSEP "rate" : k
+            # A window row (mode ratew or RNw: phalanx --pacing-window) is
+            # compared with the peer runs of the same scenario and mode
+            # without the w.
+            win_row = (mode[k] ~ /^(ratew|R[0-9]+w)$/)
+            pk = win_row ? scen[k] SUBSEP substr(mode[k], 1, length(mode[k]) - 1) : k
             pu = med(pus[pk]); xu = med(xus[k])
             ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
             pnu = med(pnus[pk]); xnu = med(xnus[k])
             nratio = (pnu != "-" && xnu != "-" && pnu > 0) ? sprintf("%.2f", xnu / pnu) : "-"
-            m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s" (mode[k] == "ratew" ? ", window " win : "")
+            m = (mode[k] == "closed") ? "closed" : "rate " rate[k] "/s" (win_row ? ", window " win : "")
             t = (pk in tool) ? tool[pk] : "n/a"
             nt = ""
             if (res[k] != "") nt = nt (nt ? "; " : "") sprintf("resumed %.0f%% of handshakes", med(res[k]))
