@@ -722,6 +722,12 @@ LATENESS_TABLE=""
 if [ "$LATENESS" = 1 ]; then
     SRV_PID=$NGX_WORKER
     for r in $(seq "$ROUNDS"); do
+        # The service time's reference: one connection in closed loop,
+        # each request sent when the last one ends (the server never idle
+        # long between them).
+        log "== lateness: phalanx -c1 closed loop (service time reference), round $r"
+        run_phalanx lateness-h1 c1 - "$r" "$URL" -- -c1 -d "${SECS}s"
+        sleep 1
         for proto in h1 h2; do
             for rate in $LATENESS_RATES; do
                 per=$(( rate / CONNS )); [ "$per" -ge 1 ] || per=1
@@ -749,6 +755,22 @@ if [ "$LATENESS" = 1 ]; then
                 fi
             done
         done
+    done
+    # Service time p50 at each rate over the closed-loop -c1 latency p50
+    # (medians over rounds; HTTP/1.1).
+    pct_med() {   # pct_med MODE JQPATH: the median over rounds of one JSON figure
+        for r in $(seq "$ROUNDS"); do
+            j=$RAW/lateness-h1.$1.$r.phalanx.json
+            [ -s "$j" ] && jq -r "$2 // empty" "$j"
+        done | sort -n | awk '{v[++n] = $1} END {if (n) print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2}'
+    }
+    C1_P50=$(pct_med c1 .latency_us.p50)
+    C1_LINE="Closed loop -c1 (HTTP/1.1, one connection, ${SECS}s): latency p50 ${C1_P50:--} µs;"
+    for rate in $LATENESS_RATES; do
+        svc=$(pct_med "R$rate" .service_time_us.p50)
+        C1_LINE+=$(awk -v s="${svc:-}" -v c="${C1_P50:-}" -v r="$rate" 'BEGIN {
+            if (s == "" || c == "" || c == 0) printf " -R %s: service p50 -;", r
+            else printf " -R %s: service p50 %s µs, %.2f x;", r, s, s / c }')
     done
     LATENESS_TABLE=$(
         echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | timer wake-up p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
@@ -1018,6 +1040,8 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
         echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; timer wake-up = cyclictest's latency (rt-tests: a thread at normal priority on the client CPU sleeping on the kernel's high-resolution timer for the mean interval between sends, 1 s / rate, ${SECS}s) in the same round: the machine's own floor for a sender that sleeps between sends."
         echo
         echo "$LATENESS_TABLE"
+        echo
+        echo "${C1_LINE%;}"
     fi
     echo
     echo "Raw outputs, exact commands and the per-run TSV: \`${RES#"$ROOT"/}/\`."
