@@ -184,6 +184,7 @@ type abFlags struct {
 	repeats              int
 	duration             windowDuration
 	warmup               wrkDuration
+	pacingWindow         wrkDuration
 	timeout              wrkDuration
 	connections, maxConn int
 	rate                 int64
@@ -293,6 +294,7 @@ compare --html).`,
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "connections to open (total)")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: target requests/s (0: closed loop, as wrk)")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a run may open when all are busy (default: 4 × -c)")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop (-R): round intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window (default 0: each request at its own instant)")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -311,8 +313,12 @@ compare --html).`,
 func (f *abFlags) plan(url string) (plan.Plan, error) {
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.duration),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents, Load: plan.ClosedLoop}
+	if f.rate == 0 && f.pacingWindow != 0 {
+		return p, &usageError{errors.New("--pacing-window: only with -R (open loop)")}
+	}
 	if f.rate > 0 {
 		p.Load, p.Rate, p.MaxConnections = plan.OpenLoop, f.rate, f.maxConn
+		p.PacingWindow = time.Duration(f.pacingWindow)
 		if p.MaxConnections == 0 {
 			p.MaxConnections = 4 * f.connections
 		}

@@ -37,6 +37,7 @@ type searchFlags struct {
 	maxTime              time.Duration
 	window               windowDuration
 	warmup               wrkDuration
+	pacingWindow         wrkDuration
 	timeout              wrkDuration
 	connections, maxConn int
 	agents               int
@@ -155,6 +156,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Var(&f.warmup, "warmup", "each step's warm-up before its window")
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "open loop: connections to open (total); closed loop: searched instead")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a step may open when all are busy (default: 4 × -c)")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each step's intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window (default 0: each request at its own instant)")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -208,9 +210,12 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.window),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents}
 	p.Load = plan.ClosedLoop
+	if cfg.Closed && f.pacingWindow != 0 {
+		return cfg, plan.Plan{}, &usageError{errors.New("--pacing-window: a closed-loop search (--connections-range) has no schedule to bunch")}
+	}
 	if !cfg.Closed {
 		p.Load, p.Rate = plan.OpenLoop, int64(cfg.From)
-		p.MaxConnections = f.maxConn
+		p.MaxConnections, p.PacingWindow = f.maxConn, time.Duration(f.pacingWindow)
 		if p.MaxConnections == 0 {
 			p.MaxConnections = 4 * f.connections
 		}

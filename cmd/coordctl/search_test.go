@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSearchFlagErrors: a bad search command line is a usage error naming
@@ -22,6 +23,8 @@ func TestSearchFlagErrors(t *testing.T) {
 		{[]string{"--slo", "p99<3ms", "--rate-range", "1..2", "--connections-range", "1..2", "https://127.0.0.1:1/"}, "give one"},
 		{[]string{"--slo", "p99<3ms", "--precision", "0%", "https://127.0.0.1:1/"}, "--precision \"0%\""},
 		{[]string{"--slo", "stage1.p99<3ms", "https://127.0.0.1:1/"}, "no stages"},
+		{[]string{"--slo", "p99<3ms", "--connections-range", "1..2", "--pacing-window", "1ms", "https://127.0.0.1:1/"}, "--pacing-window: a closed-loop search"},
+		{[]string{"--slo", "p99<3ms", "--pacing-window", "3ms", "https://127.0.0.1:1/"}, "pacing_window = 3ms: want a divisor of the interval"},
 	} {
 		root := newRoot(io.Discard, io.Discard)
 		root.SetArgs(append([]string{"--coordinator", "127.0.0.1:1", "search"}, c.args...))
@@ -30,5 +33,29 @@ func TestSearchFlagErrors(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("search %q: error %v, want a usage error with %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestPacingWindowFlags: search's and ab's --pacing-window reach their
+// open-loop plans.
+func TestPacingWindowFlags(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	cmd, _, err := root.Find([]string{"search"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := searchFlags{slos: []string{"p99<3ms"}, rateRange: "1000..5000", precision: "2%", repeats: 1, maxSteps: 5,
+		window: windowDuration(5 * time.Second), timeout: wrkDuration(time.Second), connections: 10, pacingWindow: wrkDuration(time.Millisecond)}
+	if _, p, err := sf.config(cmd, "https://127.0.0.1:1/"); err != nil || p.PacingWindow != time.Millisecond || !p.OpenLoop() {
+		t.Errorf("search --pacing-window 1ms: step plan window %v, open loop %v, error %v", p.PacingWindow, p.OpenLoop(), err)
+	}
+	ab := abFlags{connections: 10, duration: windowDuration(5 * time.Second), timeout: wrkDuration(time.Second), rate: 2000, pacingWindow: wrkDuration(time.Millisecond)}
+	p, err := ab.plan("https://127.0.0.1:1/")
+	if err != nil || p.PacingWindow != time.Millisecond || !p.OpenLoop() {
+		t.Errorf("ab -R 2000 --pacing-window 1ms: plan window %v, open loop %v, error %v", p.PacingWindow, p.OpenLoop(), err)
+	}
+	ab.rate = 0
+	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window: only with -R") {
+		t.Errorf("ab --pacing-window without -R: %v, want refused", err)
 	}
 }
