@@ -294,7 +294,7 @@ compare --html).`,
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "connections to open (total)")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: target requests/s (0: closed loop, as wrk)")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a run may open when all are busy (default: 4 × -c)")
-	fl.Var(&f.pacingWindow, "pacing-window", "open loop (-R): round intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window (default 0: each request at its own instant)")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop (-R): round intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window; 0 schedules each request at its own instant")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -328,7 +328,7 @@ func (f *abFlags) plan(url string) (plan.Plan, error) {
 	}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
-		return p, &usageError{fmt.Errorf("ab: %s: %w", url, err)}
+		return p, &usageError{fmt.Errorf("ab: %s: %w", url, pacingFlagErrors(err))}
 	}
 	return p, nil
 }

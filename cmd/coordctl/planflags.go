@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -36,6 +37,25 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 		p.TLS.CAFile = caFile
 	}
 	return nil
+}
+
+// pacingFlagErrors rewrites, in err (a plan's joined field errors), the
+// pacing_window field's error to name the --pacing-window flag that set
+// it, as coordctl run names its flags; the others are left as they are.
+func pacingFlagErrors(err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		var fe *plan.FieldError
+		if errors.As(e, &fe) && fe.Field == "pacing_window" {
+			e = fmt.Errorf("--pacing-window %s: %s", fe.Value, fe.Allowed)
+		}
+		out[i] = e
+	}
+	return errors.Join(out...)
 }
 
 // buildStored returns a stored run's model and report.

@@ -213,7 +213,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.StringVar(&f.htmlFile, "html", "", "also write the report as one self-contained HTML page (timeline, percentile spectra, agents; opens offline) to this file")
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
-	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each intended send time down to a multiple of this window, e.g. 1ms, so sends due together leave on one timer wake-up (h2load's and wrk2's event loops tick at 1 ms); latency and lateness run from the rounded times; up to 10ms (default 0: each request at its own instant)")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each intended send time down to a multiple of this window, e.g. 1ms, so sends due together leave on one timer wake-up (h2load's and wrk2's event loops tick at 1 ms); latency and lateness run from the rounded times; up to 10ms; 0 schedules each request at its own instant")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
 	f.connRate.register(fl)
 	fl.IntVar(&f.maxRedirects, "max-redirects", 0, "redirect hops each request follows, same origin only (0: a 3xx is the response, as wrk); a loop or more hops is the redirect error")

@@ -156,7 +156,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Var(&f.warmup, "warmup", "each step's warm-up before its window")
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "open loop: connections to open (total); closed loop: searched instead")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a step may open when all are busy (default: 4 × -c)")
-	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each step's intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window (default 0: each request at its own instant)")
+	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each step's intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window; 0 schedules each request at its own instant")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -225,7 +225,7 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 	}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
-		return cfg, p, &usageError{fmt.Errorf("search: %w", err)}
+		return cfg, p, &usageError{fmt.Errorf("search: %w", pacingFlagErrors(err))}
 	}
 	return cfg, p, nil
 }

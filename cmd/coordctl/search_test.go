@@ -24,7 +24,7 @@ func TestSearchFlagErrors(t *testing.T) {
 		{[]string{"--slo", "p99<3ms", "--precision", "0%", "https://127.0.0.1:1/"}, "--precision \"0%\""},
 		{[]string{"--slo", "stage1.p99<3ms", "https://127.0.0.1:1/"}, "no stages"},
 		{[]string{"--slo", "p99<3ms", "--connections-range", "1..2", "--pacing-window", "1ms", "https://127.0.0.1:1/"}, "--pacing-window: a closed-loop search"},
-		{[]string{"--slo", "p99<3ms", "--pacing-window", "3ms", "https://127.0.0.1:1/"}, "pacing_window = 3ms: want a divisor of the interval"},
+		{[]string{"--slo", "p99<3ms", "--pacing-window", "3ms", "https://127.0.0.1:1/"}, "search: --pacing-window 3ms: want a divisor of the interval"},
 	} {
 		root := newRoot(io.Discard, io.Discard)
 		root.SetArgs(append([]string{"--coordinator", "127.0.0.1:1", "search"}, c.args...))
@@ -53,6 +53,10 @@ func TestPacingWindowFlags(t *testing.T) {
 	p, err := ab.plan("https://127.0.0.1:1/")
 	if err != nil || p.PacingWindow != time.Millisecond || !p.OpenLoop() {
 		t.Errorf("ab -R 2000 --pacing-window 1ms: plan window %v, open loop %v, error %v", p.PacingWindow, p.OpenLoop(), err)
+	}
+	ab.pacingWindow = wrkDuration(20 * time.Millisecond)
+	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window 20ms: want 0") {
+		t.Errorf("ab -R 2000 --pacing-window 20ms: %v, want the flag named", err)
 	}
 	ab.rate = 0
 	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window: only with -R") {

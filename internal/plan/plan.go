@@ -725,7 +725,7 @@ func (p *Plan) validateLoad() []error {
 }
 
 // validatePacingWindow checks PacingWindow: open loop only, at most
-// MaxPacingWindow, and a divisor of the interval, warm-up and duration, so
+// MaxPacingWindow, whole microseconds (the report's unit), and a divisor of the interval, warm-up and duration, so
 // that the rounded send times fall in the same interval, phase and stage
 // (stages are multiples of the interval) as the schedule's.
 func (p *Plan) validatePacingWindow() []error {
@@ -739,6 +739,8 @@ func (p *Plan) validatePacingWindow() []error {
 	switch {
 	case w < 0 || w > MaxPacingWindow:
 		return bad(fmt.Sprintf("want 0 (each request at its own instant, the default) up to %v, e.g. 1ms", MaxPacingWindow))
+	case w%time.Microsecond != 0:
+		return bad("want whole microseconds, e.g. 1ms or 500us")
 	case !p.OpenLoop():
 		return bad("a closed-loop plan has no schedule to bunch: give a rate, or drop the pacing window")
 	case p.Interval > 0 && p.Interval%w != 0:

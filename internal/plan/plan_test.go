@@ -68,6 +68,7 @@ func TestValidate(t *testing.T) {
 		{"too long", func(p *Plan) { p.Duration = 30 * time.Hour }, "duration + timeout must be at most 23h0m0s"},
 		{"pacing window closed loop", func(p *Plan) { p.PacingWindow = time.Millisecond }, "pacing_window = 1ms: a closed-loop plan has no schedule to bunch"},
 		{"pacing window too long", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, 20*time.Millisecond }, "pacing_window = 20ms: want 0"},
+		{"pacing window below a microsecond", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, time.Nanosecond }, "pacing_window = 1ns: want whole microseconds"},
 		{"pacing window negative", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, -time.Millisecond }, "pacing_window = -1ms: want 0"},
 		{"pacing window off the duration", func(p *Plan) {
 			p.Load, p.Rate, p.PacingWindow, p.Duration = OpenLoop, 100, 2*time.Millisecond, 1001*time.Millisecond

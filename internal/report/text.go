@@ -108,7 +108,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			p.f("  open loop%s; latency from each request's intended send time\n", r.targetText(r.TargetRPS, "requests/sec"))
 		}
 		if r.PacingWindowUs > 0 {
-			p.f("  paced in %v windows: each intended send time rounded down to a multiple of the window (--pacing-window), sends due in one window leave together\n", time.Duration(r.PacingWindowUs)*time.Microsecond)
+			p.f("  paced in %v windows: each intended send time rounded down to a multiple of the window, so sends due in one window leave together\n", time.Duration(r.PacingWindowUs)*time.Microsecond)
 		}
 	}
 	if r.MaxStreams > 0 {
