@@ -43,10 +43,7 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 // pacing_window field's error to name the --pacing-window flag that set
 // it, as coordctl run names its flags; the others are left as they are.
 func pacingFlagErrors(err error) error {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
+	errs := joined(err)
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		var fe *plan.FieldError

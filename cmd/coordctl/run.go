@@ -437,10 +437,7 @@ func flagName(cmd *cobra.Command, flag string) string {
 // flag ("-m/--max-streams 10: ..."); the others keep the plan's field name,
 // prefixed with the plan file's name when there is one.
 func flagErrors(cmd *cobra.Command, file string, err error) error {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
+	errs := joined(err)
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		var fe *plan.FieldError
@@ -466,10 +463,7 @@ func flagErrors(cmd *cobra.Command, file string, err error) error {
 
 // prefixEach prefixes every error joined in err (one per line) with name.
 func prefixEach(name string, err error) error {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
+	errs := joined(err)
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		out[i] = fmt.Errorf("%s: %w", name, e)
@@ -653,4 +647,12 @@ func (d *windowDuration) Set(s string) error {
 	}
 	*d = windowDuration(v)
 	return nil
+}
+
+// joined returns the errors errors.Join put in err, or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
