@@ -725,9 +725,10 @@ func (p *Plan) validateLoad() []error {
 }
 
 // validatePacingWindow checks PacingWindow: open loop only, at most
-// MaxPacingWindow, whole microseconds (the report's unit), and a divisor of the interval, warm-up and duration, so
-// that the rounded send times fall in the same interval, phase and stage
-// (stages are multiples of the interval) as the schedule's.
+// MaxPacingWindow, whole microseconds (the report's unit), and a divisor
+// of the interval, warm-up and duration, so that the rounded send times
+// fall in the same interval, phase and stage (stages are multiples of the
+// interval) as the schedule's.
 func (p *Plan) validatePacingWindow() []error {
 	w := p.PacingWindow
 	if w == 0 {
