@@ -765,7 +765,7 @@ if [ "$LATENESS" = 1 ]; then
         for r in $(seq "$ROUNDS"); do
             j=$RAW/lateness-h1.$1.$r.phalanx.json
             [ -s "$j" ] && jq -r "$2 // empty" "$j"
-        done | sort -n | awk '{v[++n] = $1} END {if (n) print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2}'
+        done | awk "$AWK_MED"'{v = v " " $1} END {m = med(v); if (m != "-") print m}'
     }
     C1_P50=$(pct_med c1 .latency_us.p50)
     C1_LINE="Closed loop -c1 (HTTP/1.1, one connection, ${SECS}s): latency p50 ${C1_P50:--} µs;"
@@ -997,7 +997,7 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
             nt = "server CPU " ((pk in tool) ? sprintf("%.0f%%", pn) " (peer) / " : "") sprintf("%.0f%%", xn) " (phalanx)" (nt ? "; " nt : "")
             pr = med(prps[pk]); xr = med(xrps[k])
             if ((pk in tool) && pr != "-" && xr != "-" && pr > 0) nt = sprintf("RPS ratio phalanx/peer %.2f; ", xr / pr) nt
-            if (pbad[pk]) nt = nt (nt ? "; " : "") "peer errors in " pbad[k] " run(s)"
+            if (pbad[pk]) nt = nt (nt ? "; " : "") "peer errors in " pbad[pk] " run(s)"
             if (xbad[k] && !erun[k]) nt = nt (nt ? "; " : "") "phalanx failed in " xbad[k] " run(s)"
             printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scen[k], m, t,
                 (pk in tool) ? f(med(prps[pk]), "%.0f") : "n/a", f(med(xrps[k]), "%.0f"),

@@ -312,13 +312,10 @@ compare --html).`,
 // plan returns the plan of one side's runs. Errors name the flag.
 func (f *abFlags) plan(url string) (plan.Plan, error) {
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.duration),
-		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents, Load: plan.ClosedLoop}
-	if f.rate == 0 && f.pacingWindow != 0 {
-		return p, &usageError{errors.New("--pacing-window: only with -R (open loop)")}
-	}
+		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents, Load: plan.ClosedLoop,
+		PacingWindow: time.Duration(f.pacingWindow)} // refused without -R by Validate
 	if f.rate > 0 {
 		p.Load, p.Rate, p.MaxConnections = plan.OpenLoop, f.rate, f.maxConn
-		p.PacingWindow = time.Duration(f.pacingWindow)
 		if p.MaxConnections == 0 {
 			p.MaxConnections = 4 * f.connections
 		}

@@ -208,14 +208,12 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 		return cfg, plan.Plan{}, &usageError{errors.New("--repeats and --max-steps: want at least 1; --max-time: not negative")}
 	}
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.window),
-		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents}
+		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents,
+		PacingWindow: time.Duration(f.pacingWindow)} // refused in closed loop by Validate
 	p.Load = plan.ClosedLoop
-	if cfg.Closed && f.pacingWindow != 0 {
-		return cfg, plan.Plan{}, &usageError{errors.New("--pacing-window: a closed-loop search (--connections-range) has no schedule to bunch")}
-	}
 	if !cfg.Closed {
 		p.Load, p.Rate = plan.OpenLoop, int64(cfg.From)
-		p.MaxConnections, p.PacingWindow = f.maxConn, time.Duration(f.pacingWindow)
+		p.MaxConnections = f.maxConn
 		if p.MaxConnections == 0 {
 			p.MaxConnections = 4 * f.connections
 		}

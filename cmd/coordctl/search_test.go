@@ -23,7 +23,7 @@ func TestSearchFlagErrors(t *testing.T) {
 		{[]string{"--slo", "p99<3ms", "--rate-range", "1..2", "--connections-range", "1..2", "https://127.0.0.1:1/"}, "give one"},
 		{[]string{"--slo", "p99<3ms", "--precision", "0%", "https://127.0.0.1:1/"}, "--precision \"0%\""},
 		{[]string{"--slo", "stage1.p99<3ms", "https://127.0.0.1:1/"}, "no stages"},
-		{[]string{"--slo", "p99<3ms", "--connections-range", "1..2", "--pacing-window", "1ms", "https://127.0.0.1:1/"}, "--pacing-window: a closed-loop search"},
+		{[]string{"--slo", "p99<3ms", "--connections-range", "1..2", "--pacing-window", "1ms", "https://127.0.0.1:1/"}, "search: --pacing-window 1ms: a closed-loop plan has no schedule to bunch"},
 		{[]string{"--slo", "p99<3ms", "--pacing-window", "3ms", "https://127.0.0.1:1/"}, "search: --pacing-window 3ms: want a divisor of the interval"},
 	} {
 		root := newRoot(io.Discard, io.Discard)
@@ -58,8 +58,8 @@ func TestPacingWindowFlags(t *testing.T) {
 	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window 20ms: want 0") {
 		t.Errorf("ab -R 2000 --pacing-window 20ms: %v, want the flag named", err)
 	}
-	ab.rate = 0
-	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window: only with -R") {
+	ab.rate, ab.pacingWindow = 0, wrkDuration(time.Millisecond)
+	if _, err := ab.plan("https://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "--pacing-window 1ms: a closed-loop plan has no schedule to bunch") {
 		t.Errorf("ab --pacing-window without -R: %v, want refused", err)
 	}
 }
