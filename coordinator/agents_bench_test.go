@@ -176,23 +176,24 @@ func stubProcesses(b *testing.B, n int) []string {
 }
 
 // BenchmarkCoordinatorAgents runs the coordinator's whole run protocol
-// (clock samples, shares, the Ready barrier, the start, one Run stream
-// per agent over its own gRPC connection, the merge of every interval,
-// Done, the result) against N simulated agents in stub processes
-// (stubAgentsPerProcess agents each, at nice stubNice:
-// ServeStubAgentsFromEnv) sending real
-// V2 histograms at 1-s intervals (latency and TTFB, about a thousand
-// distinct values each, 20,000 samples: a busy keep-alive agent), for a
-// 10-s window, and reports for the coordinator's process alone:
-// %core, its CPU over the window as a share of one core (gRPC, the
+// (clock samples, shares, the Ready barrier, the start, one Run stream per
+// agent over its own gRPC connection, the merge of every interval, Done, the
+// result) against N simulated agents in stub processes (stubAgentsPerProcess
+// agents each, at nice stubNice: ServeStubAgentsFromEnv) sending real V2
+// histograms at 1-s intervals (latency and TTFB, about a thousand distinct
+// values each, 20,000 samples: a busy keep-alive agent), for a 30-s window
+// (PHALANX_BENCH_AGENTS_WINDOW), and reports for the coordinator's process
+// alone: %core, its CPU over the window as a share of one core (gRPC, the
 // agents' keepalive pings, decoding, merging, progress); prepare-s, the
-// preparation's length; rss-KiB/agent, its resident memory growth from
-// before the run to the window's end per agent; heap-KiB/agent, the Go
-// heap's likewise; lag-p50-ms and lag-max-ms, from each interval's end
-// (coordinator clock) to its merge across every agent. Run with
-// -benchtime=1x; N=10000 needs a descriptor limit of about 10,300.
-// PHALANX_BENCH_WINDOW_PROFILE=file writes a CPU profile of the window
-// alone (the last N run's).
+// preparation's length; minflt/agent-interval, the minor page faults per
+// agent-interval over the same span (a heap still growing to its collector's
+// goal: the first seconds of a run cost more); rss-KiB/agent, its resident
+// memory growth from before the run to the window's end per agent;
+// heap-KiB/agent, the Go heap's likewise; lag-p50-ms and lag-max-ms, from
+// each interval's end (coordinator clock) to its merge across every agent.
+// Run with -benchtime=1x; N=10000 needs a descriptor limit of about 10,300.
+// PHALANX_BENCH_WINDOW_PROFILE=file writes a CPU profile of the window alone
+// (the last N run's).
 func BenchmarkCoordinatorAgents(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
@@ -218,7 +219,14 @@ func coordinatorAgents(b *testing.B, n int) {
 	for i := range metas {
 		metas[i] = &pb.NodeMeta{Role: pb.Role_ROLE_AGENT, Name: fmt.Sprintf("agent-%05d", i), GrpcAddr: addrs[i], Cpus: 1}
 	}
-	const window = 10 * time.Second
+	window := 30 * time.Second
+	if v := os.Getenv(agentsWindowEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 3*time.Second || d%time.Second != 0 {
+			b.Fatalf("%s=%q: want whole seconds, at least 3s", agentsWindowEnv, v)
+		}
+		window = d
+	}
 	p := plan.Plan{URL: "http://127.0.0.1:1/", Connections: n, Duration: window, Interval: time.Second}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
@@ -240,6 +248,7 @@ func coordinatorAgents(b *testing.B, n int) {
 	var cpuAt1, cpuAtLast time.Duration
 	var wallAt1, wallAtLast time.Time
 	var rssEnd, heapEnd int64
+	var flt1, fltLast int64
 	last := int(window/p.Interval) - 1
 	hooks := RunHooks{Progress: func(pr *pb.Progress) {
 		now := time.Now()
@@ -248,9 +257,11 @@ func coordinatorAgents(b *testing.B, n int) {
 		switch k {
 		case 0:
 			cpuAt1, wallAt1 = processCPU(), now
+			flt1 = minorFaults()
 			startWindowProfile(b)
 		case last:
 			cpuAtLast, wallAtLast = processCPU(), now
+			fltLast = minorFaults()
 			pprof.StopCPUProfile()
 			rssEnd, heapEnd = rssKiB(), heapKiB()
 		}
@@ -277,11 +288,16 @@ func coordinatorAgents(b *testing.B, n int) {
 	slices.Sort(lags)
 	b.ReportMetric(100*float64(cpuAtLast-cpuAt1)/float64(wallAtLast.Sub(wallAt1)), "%core")
 	b.ReportMetric(prep.Seconds(), "prepare-s")
+	b.ReportMetric(float64(fltLast-flt1)/float64(n*last), "minflt/agent-interval")
 	b.ReportMetric(float64(rssEnd-rss0)/float64(n), "rss-KiB/agent")
 	b.ReportMetric(float64(heapEnd-heap0)/float64(n), "heap-KiB/agent")
 	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)-1].Microseconds())/1000, "lag-max-ms")
 }
+
+// agentsWindowEnv sets BenchmarkCoordinatorAgents' measurement window
+// (whole seconds, at least 3 s; default 30 s).
+const agentsWindowEnv = "PHALANX_BENCH_AGENTS_WINDOW"
 
 // windowProfileEnv names a file for a CPU profile of the window alone
 // (from the first interval's merge to the last: what %core measures, the
@@ -353,4 +369,15 @@ func heapKiB() int64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64() / 1024)
+}
+
+// minorFaults returns the process's minor page faults so far
+// (getrusage's ru_minflt): each is a fresh page of the heap the kernel
+// zeroed, the cost of a heap still growing to its collector's goal.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Minflt
 }
