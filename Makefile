@@ -62,6 +62,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s)
 	.ci/fuzz ./internal/allow FuzzParse $(FUZZTIME)
 	.ci/fuzz ./agent FuzzSetup $(FUZZTIME)
 	.ci/fuzz ./coordinator FuzzInterval $(FUZZTIME)
+	.ci/fuzz ./coordinator FuzzUnmarshalAliased $(FUZZTIME)
 
 demo: ## run the in-process demo (built-in target, coordinator, 2 agents)
 	go run ./cmd/coordctl demo

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,9 @@ type event struct {
 	agent int
 	msg   *pb.RunResponse
 	err   error
+	// release ends the validity of msg's aliased histogram bytes
+	// (aliasedResponse); the loop calls it once the event is handled.
+	release func()
 }
 
 // pump starts one receive pump per agent: each forwards its stream's
@@ -33,9 +37,10 @@ func (rn *run) pump() <-chan event {
 	for i, r := range rn.agents {
 		rn.spawn(func() {
 			for {
-				msg, err := r.stream.Recv()
+				ar := new(aliasedResponse)
+				err := r.stream.RecvMsg(ar)
 				select {
-				case events <- event{agent: i, msg: msg, err: err}:
+				case events <- event{agent: i, msg: ar.Msg, err: err, release: ar.Release}:
 				case <-rn.ctx.Done():
 					return
 				}
@@ -136,7 +141,9 @@ func (rn *run) loop(hooks RunHooks) error {
 			pending -= rn.watchSilence(now, hooks)
 			continue
 		}
-		if rn.handle(ev, hooks) {
+		done := rn.handle(ev, hooks)
+		ev.release()
+		if done {
 			pending--
 		}
 	}
@@ -361,9 +368,9 @@ func (rn *run) malformed(i int, what string, err error, hooks RunHooks) {
 }
 
 // keptInterval is agent interval iv (merged, with counts its counters) as
-// the result keeps it: its latency histogram's bytes as the agent sent them,
-// its bounds as offsets from the agent's window start (windowStart, its
-// clock).
+// the result keeps it: a copy of its latency histogram's bytes as the agent
+// sent them, its bounds as offsets from the agent's window start
+// (windowStart, its clock).
 func keptInterval(iv *pb.Interval, counts *measure.Counts, windowStart time.Time) *pb.AgentInterval {
 	return &pb.AgentInterval{
 		Index:    iv.GetIndex(),
@@ -372,8 +379,9 @@ func keptInterval(iv *pb.Interval, counts *measure.Counts, windowStart time.Time
 		Requests: counts.Requests,
 		Errors:   counts.ErrorTotal(),
 		Missed:   counts.Missed,
-		Latency:  iv.GetHistograms().GetLatency(),
-		CpuTime:  iv.GetCpuTime(),
+		// A copy: iv's bytes may alias the receive buffer (aliasedResponse).
+		Latency: bytes.Clone(iv.GetHistograms().GetLatency()),
+		CpuTime: iv.GetCpuTime(),
 	}
 }
 

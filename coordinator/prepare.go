@@ -239,6 +239,7 @@ func (rn *run) acceptAgent(prepCtx context.Context, r *agentRun) error {
 		// Fixed flow-control windows: no BDP estimation, whose pings
 		// and window updates were a write per agent per interval.
 		grpc.WithInitialWindowSize(agentWindow), grpc.WithInitialConnWindowSize(agentWindow),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(newAgentCodec())),
 	)
 	if err != nil {
 		return fmt.Errorf("agent %s at %s: %w", name, r.meta.GetGrpcAddr(), err)
