@@ -190,7 +190,10 @@ func stubProcesses(b *testing.B, n int) []string {
 // goal: the first seconds of a run cost more); rss-KiB/agent, its resident
 // memory growth from before the run to the window's end per agent;
 // heap-KiB/agent, the Go heap's likewise; lag-p50-ms and lag-max-ms, from
-// each interval's end (coordinator clock) to its merge across every agent.
+// each interval's end at the last agent (in the coordinator's clock, by the
+// offsets it estimated) to its merge across every agent; offset-spread-ms,
+// the range of those offsets (the stubs share the coordinator's clock: it is
+// their clock samples' error).
 // Run with -benchtime=1x; N=10000 needs a descriptor limit of about 10,300.
 // PHALANX_BENCH_WINDOW_PROFILE=file writes a CPU profile of the window alone
 // (the last N run's).
@@ -244,6 +247,20 @@ func coordinatorAgents(b *testing.B, n int) {
 	if err := rn.start(); err != nil {
 		b.Fatal(err)
 	}
+	// The stubs start when told, in their clock, which is the
+	// coordinator's: each agent's window starts at the run's window start
+	// plus the offset the coordinator estimated for it (a busy stub
+	// process answers its clock samples late, so some are off by tens of
+	// milliseconds). An interval is complete at the latest agent's end.
+	var lastOffset, firstOffset time.Duration
+	for i, r := range rn.agents {
+		if i == 0 || r.offset > lastOffset {
+			lastOffset = r.offset
+		}
+		if i == 0 || r.offset < firstOffset {
+			firstOffset = r.offset
+		}
+	}
 	var lags []time.Duration
 	var cpuAt1, cpuAtLast time.Duration
 	var wallAt1, wallAtLast time.Time
@@ -253,7 +270,7 @@ func coordinatorAgents(b *testing.B, n int) {
 	hooks := RunHooks{Progress: func(pr *pb.Progress) {
 		now := time.Now()
 		k := int(pr.GetIndex())
-		lags = append(lags, now.Sub(rn.windowStart().Add(time.Duration(k+1)*p.Interval)))
+		lags = append(lags, now.Sub(rn.windowStart().Add(lastOffset+time.Duration(k+1)*p.Interval)))
 		switch k {
 		case 0:
 			cpuAt1, wallAt1 = processCPU(), now
@@ -293,6 +310,7 @@ func coordinatorAgents(b *testing.B, n int) {
 	b.ReportMetric(float64(heapEnd-heap0)/float64(n), "heap-KiB/agent")
 	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)-1].Microseconds())/1000, "lag-max-ms")
+	b.ReportMetric(float64((lastOffset-firstOffset).Microseconds())/1000, "offset-spread-ms")
 }
 
 // agentsWindowEnv sets BenchmarkCoordinatorAgents' measurement window
