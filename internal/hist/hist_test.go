@@ -402,15 +402,7 @@ func TestAddToEqualsDecodeAdd(t *testing.T) {
 // values and a tail) into an accumulator, and reports ns per varint of
 // its counts: the coordinator's merge cost per histogram.
 func BenchmarkAddTo(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	h := New()
-	for range 20000 {
-		v := int64(200 + r.ExpFloat64()*600)
-		if r.IntN(1000) == 0 {
-			v = 10_000 + r.Int64N(2_000_000)
-		}
-		h.RecordMicros(v)
-	}
+	h := busyLatencies(rand.New(rand.NewPCG(1, 2)), 20000, 1000, 2_000_000)
 	enc := h.EncodeV2()
 	payload, err := v2Counts(enc)
 	if err != nil {
@@ -440,15 +432,7 @@ func BenchmarkAddTo(b *testing.B) {
 // samples, BenchmarkAddTo's spread with a tail to 5 s), and reports its
 // encoded bytes.
 func BenchmarkEncode(b *testing.B) {
-	r := rand.New(rand.NewPCG(3, 4))
-	h := New()
-	for range 2_000_000 {
-		v := int64(200 + r.ExpFloat64()*600)
-		if r.IntN(100) == 0 {
-			v = 10_000 + r.Int64N(5_000_000)
-		}
-		h.RecordMicros(v)
-	}
+	h := busyLatencies(rand.New(rand.NewPCG(3, 4)), 2_000_000, 100, 5_000_000)
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
@@ -459,4 +443,19 @@ func BenchmarkEncode(b *testing.B) {
 		n = len(enc)
 	}
 	b.ReportMetric(float64(n), "bytes")
+}
+
+// busyLatencies returns n latencies of a busy keep-alive run: 200 µs plus
+// an exponential of mean 600 µs, one in tailEvery of them 10 ms plus up to
+// tailUs instead.
+func busyLatencies(r *rand.Rand, n, tailEvery int, tailUs int64) *Histogram {
+	h := New()
+	for range n {
+		v := int64(200 + r.ExpFloat64()*600)
+		if r.IntN(tailEvery) == 0 {
+			v = 10_000 + r.Int64N(tailUs)
+		}
+		h.RecordMicros(v)
+	}
+	return h
 }
