@@ -12,10 +12,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/phalanxload/phalanx/internal/localcluster"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/target/targettest"
+	"github.com/phalanxload/phalanx/internal/version"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -25,8 +27,11 @@ import (
 // stage targets do not fit its plan (this crashed the agent), one with an
 // index past its count, one with a bad plan, a first message that is not
 // a setup, and a share followed by something other than Connect. Each ends
-// with InvalidArgument naming the agent and the field, nothing reaches the
-// target, and the agent then runs a good plan from the coordinator.
+// with InvalidArgument naming the agent and the field; a share with a field
+// this build does not know (a newer coordinator's) ends with
+// FailedPrecondition naming the field and the agent's version. Nothing
+// reaches the target, and the agent then runs a good plan from the
+// coordinator.
 func TestMalformedSetupKeepsAgentServing(t *testing.T) {
 	srv, b := targettest.Start(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -54,19 +59,25 @@ func TestMalformedSetupKeepsAgentServing(t *testing.T) {
 		edit(m)
 		return &pb.RunRequest{Msg: &pb.RunRequest_Setup{Setup: m}}
 	}
+	newerField := func(m *pb.Share) { // a field of a newer coordinator's plan
+		m.Plan.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 1))
+	}
 	for _, tc := range []struct {
 		name string
 		msgs []*pb.RunRequest
 		want string
+		code codes.Code
 	}{
 		{"short stage targets", []*pb.RunRequest{share(func(m *pb.Share) { m.StageTargets = m.StageTargets[:1] })},
-			"agent agent-1: malformed share: share 0 of 1: stage_targets count 1: want 2"},
-		{"index past count", []*pb.RunRequest{share(func(m *pb.Share) { m.Index = 7 })}, "share: index 7: want 0 to 0 (count 1)"},
-		{"bad plan", []*pb.RunRequest{share(func(m *pb.Share) { m.Plan.Connections = -3 })}, "plan: connections = -3"},
-		{"huge rate", []*pb.RunRequest{share(func(m *pb.Share) { m.Rate = 1 << 50 })}, "rate 1125899906842624: want 0"},
-		{"no setup", []*pb.RunRequest{{Msg: &pb.RunRequest_Start{Start: &pb.Start{}}}}, "first message must be setup"},
+			"agent agent-1: malformed share: share 0 of 1: stage_targets count 1: want 2", codes.InvalidArgument},
+		{"index past count", []*pb.RunRequest{share(func(m *pb.Share) { m.Index = 7 })}, "share: index 7: want 0 to 0 (count 1)", codes.InvalidArgument},
+		{"bad plan", []*pb.RunRequest{share(func(m *pb.Share) { m.Plan.Connections = -3 })}, "plan: connections = -3", codes.InvalidArgument},
+		{"huge rate", []*pb.RunRequest{share(func(m *pb.Share) { m.Rate = 1 << 50 })}, "rate 1125899906842624: want 0", codes.InvalidArgument},
+		{"no setup", []*pb.RunRequest{{Msg: &pb.RunRequest_Start{Start: &pb.Start{}}}}, "first message must be setup", codes.InvalidArgument},
 		{"start before connect", []*pb.RunRequest{share(func(*pb.Share) {}), {Msg: &pb.RunRequest_Start{Start: &pb.Start{}}}},
-			"agent agent-1: run stream: expected connect"},
+			"agent agent-1: run stream: expected connect", codes.InvalidArgument},
+		{"a newer coordinator's field", []*pb.RunRequest{share(newerField)},
+			"agent agent-1 (phalanx " + version.Version + ") does not know the share's field(s) plan.999: the coordinator is newer", codes.FailedPrecondition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -86,8 +97,8 @@ func TestMalformedSetupKeepsAgentServing(t *testing.T) {
 					break
 				}
 			}
-			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Run = %v, want InvalidArgument containing %q", err, tc.want)
+			if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want %v containing %q", err, tc.code, tc.want)
 			}
 			if n := srv.Connections(); n != 0 {
 				t.Errorf("target accepted %d connections", n)
