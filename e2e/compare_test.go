@@ -39,6 +39,18 @@ func abResult(t *testing.T, c *procCluster, args ...string) *compare.Result {
 		t.Fatalf("coordctl compare: exit %d\n%s", code, cmp.describe())
 	}
 	t.Logf("coordctl compare:\n%s", cmp.Stdout())
+	// The stored plans differ in their URL alone (A's and B's servers):
+	// one note, naming it and nothing else.
+	out := cmp.Stdout()
+	want := fmt.Sprintf("plans differ: candidate run %s against baseline run %s: URL ", res.Candidate[0], res.Baseline[0])
+	i := strings.Index(out, want)
+	line := ""
+	if i >= 0 {
+		line, _, _ = strings.Cut(out[i:], "\n")
+	}
+	if i < 0 || strings.Contains(line, "; ") || strings.Count(out, "plans differ") != 1 {
+		t.Errorf("coordctl compare does not name the URL as the one difference of the sides' plans (%q):\n%s", want, out)
+	}
 	for _, m := range res.Metrics {
 		if !strings.Contains(cmp.Stdout(), fmt.Sprintf("%.3f\n", m.P)) {
 			t.Errorf("coordctl compare of the stored runs has no %s row with p=%.3f:\n%s", m.Name, m.P, cmp.Stdout())

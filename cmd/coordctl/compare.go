@@ -41,7 +41,9 @@ p99 it prints both sides' medians, the delta in %, its 95 % CI and the
 Mann-Whitney U p-value; the delta is "~" when p ≥ 0.05 (as benchstat). It
 needs at least 4 runs per side, or exactly one per side: then a bootstrap over
 the two runs' intervals gives the CI (labelled so). Client-bound runs are left
-out unless --include-client-bound. --html FILE also writes the comparison as
+out unless --include-client-bound. Runs whose plans differ are named above the
+table with the settings that differ (secrets redacted): the candidate's first
+run against the baseline's, and each run against its side's first. --html FILE also writes the comparison as
 one self-contained HTML page: the same table, both sides' latency timelines and
 percentile spectra overlaid.`,
 		Example: `  coordctl compare tag:baseline tag:optimized
@@ -133,7 +135,7 @@ func loadRuns(ctx context.Context, st runStore, arg string) ([]compare.Run, erro
 			if err != nil {
 				return nil, fmt.Errorf("compare: run %s: %w", r.GetRunId(), err)
 			}
-			out = append(out, compare.Run{Report: rep, Run: run})
+			out = append(out, compare.Run{Report: rep, Run: run, Plan: wire.PlanFromProto(r.GetPlan())})
 		}
 	}
 	if len(out) == 0 {

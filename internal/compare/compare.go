@@ -22,6 +22,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
@@ -65,6 +66,10 @@ var ErrTooFew = fmt.Errorf("compare: need at least %d runs per side (or exactly 
 type Run struct {
 	Report *report.Report
 	Run    *report.Run
+	// Plan is the plan the run ran (its stored plan), compared across the
+	// runs (Result.PlanDifferences); a zero Plan on every run compares
+	// nothing.
+	Plan plan.Plan
 }
 
 // Metric is one compared figure. Values are medians over the runs
@@ -102,7 +107,25 @@ type Result struct {
 	Excluded []Excluded `json:"excluded,omitempty"`
 	// ClientBound lists the client-bound runs kept (IncludeClientBound).
 	ClientBound []string `json:"client_bound_included,omitempty"`
-	Metrics     []Metric `json:"metrics"`
+	// PlanDifferences are the settings the compared runs' plans do not
+	// share (plan.Diff, secrets redacted): the candidate side's first run
+	// against the baseline's, and each run of a side against that side's
+	// first. A comparison of runs whose plans differ in more than the
+	// setting under test may not measure what it is meant to.
+	PlanDifferences []PlanDifference `json:"plan_differences,omitempty"`
+	Metrics         []Metric         `json:"metrics"`
+}
+
+// PlanDifference is one setting in which the plan of run RunID (on side
+// Side, "baseline" or "candidate") differs from run Of's (on side OfSide):
+// the candidate's first run against the baseline's, or a run against its
+// own side's first.
+type PlanDifference struct {
+	Side   string `json:"side"`
+	RunID  string `json:"run_id"`
+	OfSide string `json:"of_side"`
+	Of     string `json:"of"`
+	plan.Difference
 }
 
 // Excluded is a run left out of a comparison.
@@ -173,6 +196,15 @@ func Compare(a, b []Run, includeClientBound bool, seed uint64) (*Result, error) 
 	for _, r := range b {
 		res.Candidate = append(res.Candidate, r.Report.RunID)
 	}
+	if len(a) > 0 && len(b) > 0 {
+		res.planDiffs("candidate", "baseline", a[0], b[:1])
+	}
+	if len(a) > 1 {
+		res.planDiffs("baseline", "baseline", a[0], a[1:])
+	}
+	if len(b) > 1 {
+		res.planDiffs("candidate", "candidate", b[0], b[1:])
+	}
 	switch {
 	case len(a) == 0 || len(b) == 0:
 		return res, errors.New("compare: a side has no run to compare (client-bound runs are left out unless --include-client-bound)")
@@ -194,6 +226,17 @@ func Compare(a, b []Run, includeClientBound bool, seed uint64) (*Result, error) 
 		res.Metrics = append(res.Metrics, mannWhitney(m, va, vb, rng))
 	}
 	return res, nil
+}
+
+// planDiffs adds how the plan of each of runs (on side) differs from of's
+// (on ofSide).
+func (res *Result) planDiffs(side, ofSide string, of Run, runs []Run) {
+	for _, r := range runs {
+		for _, d := range plan.Diff(of.Plan, r.Plan) {
+			res.PlanDifferences = append(res.PlanDifferences,
+				PlanDifference{Side: side, RunID: r.Report.RunID, OfSide: ofSide, Of: of.Report.RunID, Difference: d})
+		}
+	}
 }
 
 func (res *Result) keep(rs []Run, side string, include bool) []Run {

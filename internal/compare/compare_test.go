@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/phalanxload/phalanx/internal/hist"
+	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
@@ -120,5 +123,42 @@ func TestBootstrapTooFewIntervals(t *testing.T) {
 	}
 	if _, err := Compare([]Run{intervalRun("a", MinIntervals, 1000)}, []Run{intervalRun("b", MinIntervals, 1200)}, false, 1); err != nil {
 		t.Errorf("Compare(%d intervals each) = %v, want a comparison", MinIntervals, err)
+	}
+}
+
+// TestPlanDifferences: the candidate's first run is compared with the
+// baseline's and each run with its side's first; runs of one plan give no
+// difference and no note, a run with another rate or URL gives both, and
+// the notes list every differing setting of a pair on one line.
+func TestPlanDifferences(t *testing.T) {
+	base := plan.Plan{URL: "https://a.example/", Connections: 10, Duration: time.Second}
+	base.SetDefaults()
+	a, b := runsOf(100, 101, 102, 103), runsOf(200, 201, 202, 203)
+	for i := range a {
+		a[i].Report.RunID, b[i].Report.RunID = fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+		a[i].Plan, b[i].Plan = base, base
+	}
+	res, err := Compare(a, b, false, 1)
+	if err != nil || len(res.PlanDifferences) != 0 || len(res.PlanNotes()) != 0 {
+		t.Fatalf("one plan on both sides: %v, %+v", err, res.PlanDifferences)
+	}
+	b[0].Plan.URL = "https://b.example/"
+	for i := 1; i < len(b); i++ {
+		b[i].Plan.URL = "https://b.example/"
+	}
+	a[2].Plan.Connections = 20
+	a[2].Plan.Warmup = 2 * time.Second
+	if res, err = Compare(a, b, false, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`plans differ: candidate run b0 against baseline run a0: URL "https://a.example/" → "https://b.example/"`,
+		`plans differ: baseline run a2 against baseline run a0: Connections 10 → 20; Warmup 0s → 2s`,
+	}
+	if got := res.PlanNotes(); !slices.Equal(got, want) {
+		t.Fatalf("PlanNotes =\n%q\nwant\n%q", got, want)
+	}
+	if n := res.Notes(); len(n) != 2 || n[1] != want[1] {
+		t.Errorf("Notes = %q: want the plan notes in them", n)
 	}
 }

@@ -8,12 +8,29 @@ import (
 )
 
 // Notes returns the lines a comparison prints before its table: each run
-// left out as client-bound (ExcludedNotes), and each client-bound run
-// kept.
+// left out as client-bound (ExcludedNotes), each client-bound run kept,
+// and each pair of runs whose plans differ (PlanNotes).
 func (r *Result) Notes() []string {
 	out := r.ExcludedNotes()
 	for _, id := range r.ClientBound {
 		out = append(out, "client-bound (kept): "+id)
+	}
+	return append(out, r.PlanNotes()...)
+}
+
+// PlanNotes returns a line per pair of runs whose plans differ
+// (PlanDifferences), listing the settings: "plans differ: candidate run B
+// against baseline run A: Connections 10 → 20; URL ...".
+func (r *Result) PlanNotes() []string {
+	var out []string
+	for i := 0; i < len(r.PlanDifferences); {
+		d := r.PlanDifferences[i]
+		var fields []string
+		for ; i < len(r.PlanDifferences) && r.PlanDifferences[i].RunID == d.RunID && r.PlanDifferences[i].Of == d.Of; i++ {
+			e := r.PlanDifferences[i]
+			fields = append(fields, fmt.Sprintf("%s %s → %s", e.Field, e.A, e.B))
+		}
+		out = append(out, fmt.Sprintf("plans differ: %s run %s against %s run %s: %s", d.Side, d.RunID, d.OfSide, d.Of, strings.Join(fields, "; ")))
 	}
 	return out
 }

@@ -1,0 +1,83 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"go/token"
+	"reflect"
+	"regexp"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Difference is one setting two plans do not share: Field is its path in
+// Plan's Go names ("Connections", "TLS.ServerName", "Headers[1].Value"),
+// A and B its value in each (bytes as their length, a missing element as
+// "(none)").
+type Difference struct {
+	Field string `json:"field"`
+	A     string `json:"baseline"`
+	B     string `json:"candidate"`
+}
+
+// Diff returns the settings in which plans a and b differ, secrets
+// redacted first (Redacted: no credential appears in a Difference), in
+// field order; nil when they are the same plan. It is go-cmp's comparison
+// with a reporter that keeps each unequal leaf.
+func Diff(a, b Plan) []Difference {
+	var r diffReporter
+	cmp.Equal(Redacted(a), Redacted(b), cmp.Reporter(&r),
+		cmp.Comparer(bytes.Equal),
+		cmp.FilterPath(func(p cmp.Path) bool {
+			sf, ok := p.Last().(cmp.StructField)
+			return ok && !token.IsExported(sf.Name())
+		}, cmp.Ignore()))
+	return r.diffs
+}
+
+// diffReporter collects the unequal leaves of a cmp.Equal (go-cmp's
+// Reporter interface).
+type diffReporter struct {
+	path  cmp.Path
+	diffs []Difference
+}
+
+func (r *diffReporter) PushStep(ps cmp.PathStep) { r.path = append(r.path, ps) }
+
+func (r *diffReporter) PopStep() { r.path = r.path[:len(r.path)-1] }
+
+func (r *diffReporter) Report(rs cmp.Result) {
+	if rs.Equal() {
+		return
+	}
+	vx, vy := r.path.Last().Values()
+	field := r.path.GoString()
+	// GoString starts at the root type ("{plan.Plan}.Connections"): keep
+	// what follows it.
+	if i := bytes.IndexByte([]byte(field), '}'); i >= 0 && i+1 < len(field) && field[i+1] == '.' {
+		field = field[i+2:]
+	}
+	// An element only one side has is go-cmp's "[1->?]" or "[?->1]".
+	field = sliceStep.ReplaceAllStringFunc(field, func(m string) string {
+		sm := sliceStep.FindStringSubmatch(m)
+		if sm[1] == "?" {
+			return "[" + sm[2] + "]"
+		}
+		return "[" + sm[1] + "]"
+	})
+	r.diffs = append(r.diffs, Difference{Field: field, A: diffValue(vx), B: diffValue(vy)})
+}
+
+var sliceStep = regexp.MustCompile(`\[(\d+|\?)->(\d+|\?)\]`)
+
+func diffValue(v reflect.Value) string {
+	switch {
+	case !v.IsValid():
+		return "(none)"
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		return fmt.Sprintf("%d bytes", v.Len())
+	case v.Kind() == reflect.String:
+		return fmt.Sprintf("%q", v.String())
+	}
+	return fmt.Sprint(v.Interface())
+}
