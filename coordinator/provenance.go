@@ -7,14 +7,18 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
 
-// planHash returns RunResult.plan_hash of p (the redacted plan, body and
-// CA still in it): "sha256:" and the hex SHA-256 of its deterministic
-// protobuf encoding.
-func planHash(p *pb.Plan) (string, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(p)
+// planHash returns RunResult.plan_hash of p: "sha256:" and the hex SHA-256
+// of the deterministic protobuf encoding of p redacted (plan.Redacted: no
+// key, no credential), body and CA included, so that runs of different
+// bodies or CAs, which the stored plan leaves out (storedPlan), hash
+// differently.
+func planHash(p plan.Plan) (string, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(wire.PlanToProto(plan.Redacted(p)))
 	if err != nil {
 		return "", err
 	}

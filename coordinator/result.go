@@ -30,7 +30,7 @@ func (rn *run) result() (*pb.RunResult, error) {
 		StartedAtUnixNano: startAt.UnixNano(),
 		Window:            durationpb.New(p.Duration),
 	}
-	hash, err := planHash(res.Plan)
+	hash, err := planHash(p)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "hash plan: %v", err)
 	}
