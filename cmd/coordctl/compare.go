@@ -43,9 +43,9 @@ needs at least 4 runs per side, or exactly one per side: then a bootstrap over
 the two runs' intervals gives the CI (labelled so). Client-bound runs are left
 out unless --include-client-bound. Runs whose plans differ are named above the
 table with the settings that differ (secrets redacted): the candidate's first
-run against the baseline's, and each run against its side's first. --html FILE also writes the comparison as
-one self-contained HTML page: the same table, both sides' latency timelines and
-percentile spectra overlaid.`,
+run against the baseline's, and each run against its side's first. --html FILE
+also writes the comparison as one self-contained HTML page: the same table,
+both sides' latency timelines and percentile spectra overlaid.`,
 		Example: `  coordctl compare tag:baseline tag:optimized
   coordctl compare --html ab.html 20261202T034001Z-3fa9c1,20261202T034101Z-07aa12 run-b.phx`,
 		Args: cobra.ExactArgs(2),

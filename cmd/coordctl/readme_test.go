@@ -71,7 +71,7 @@ func TestREADMECompareOneMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	for _, want := range []string{"coordctl compare --include-client-bound tag:baseline tag:optimized", "`coordctl compare --include-client-bound RUN_A RUN_B`"} {
+	for _, want := range []string{"coordctl compare --include-client-bound tag:ab:ID:a tag:ab:ID:b", "`coordctl compare --include-client-bound RUN_A RUN_B`"} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README: no one-machine compare %q", want)
 		}

@@ -229,10 +229,22 @@ func Compare(a, b []Run, includeClientBound bool, seed uint64) (*Result, error) 
 }
 
 // planDiffs adds how the plan of each of runs (on side) differs from of's
-// (on ofSide).
+// (on ofSide). A run without a plan (no URL: coordctl ab's, whose plans
+// differ by the URL alone) is not compared. The stored plan leaves the
+// body and the CA out, but the plan hash covers them: plans the diff finds
+// equal whose hashes differ, under the same coordinator build (the hash's
+// definition may change between builds), differ in one of those.
 func (res *Result) planDiffs(side, ofSide string, of Run, runs []Run) {
 	for _, r := range runs {
-		for _, d := range plan.Diff(of.Plan, r.Plan) {
+		if of.Plan.URL == "" || r.Plan.URL == "" {
+			continue
+		}
+		ds := plan.Diff(of.Plan, r.Plan)
+		if pa, pb := of.Report.Provenance, r.Report.Provenance; len(ds) == 0 && pa != nil && pb != nil && pa.PlanHash != "" && pb.PlanHash != "" &&
+			pa.PlanHash != pb.PlanHash && pa.CoordinatorVersion == pb.CoordinatorVersion && pa.CoordinatorCommit == pb.CoordinatorCommit {
+			ds = []plan.Difference{{Field: "Body or TLS.CAPEM (not stored; the plan hash)", A: pa.PlanHash, B: pb.PlanHash}}
+		}
+		for _, d := range ds {
 			res.PlanDifferences = append(res.PlanDifferences,
 				PlanDifference{Side: side, RunID: r.Report.RunID, OfSide: ofSide, Of: of.Report.RunID, Difference: d})
 		}

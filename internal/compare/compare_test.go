@@ -161,4 +161,36 @@ func TestPlanDifferences(t *testing.T) {
 	if n := res.Notes(); len(n) != 2 || n[1] != want[1] {
 		t.Errorf("Notes = %q: want the plan notes in them", n)
 	}
+	// Equal stored plans of different hashes (another body or CA) under one
+	// coordinator build are a difference; under two builds, or without a
+	// plan (coordctl ab's runs), nothing is said.
+	for i := range b {
+		b[i].Plan = base
+	}
+	a[2].Plan = base
+	prov := func(hash, commit string) *report.Provenance {
+		return &report.Provenance{PlanHash: hash, CoordinatorVersion: "v1", CoordinatorCommit: commit}
+	}
+	for i := range a {
+		a[i].Report.Provenance, b[i].Report.Provenance = prov("sha256:aa", "c1"), prov("sha256:aa", "c1")
+	}
+	b[0].Report.Provenance = prov("sha256:bb", "c1")
+	b[1].Report.Provenance = prov("sha256:cc", "c2")
+	if res, err = Compare(a, b, false, 1); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		`plans differ: candidate run b0 against baseline run a0: Body or TLS.CAPEM (not stored; the plan hash) sha256:aa → sha256:bb`,
+		`plans differ: candidate run b2 against candidate run b0: Body or TLS.CAPEM (not stored; the plan hash) sha256:bb → sha256:aa`,
+		`plans differ: candidate run b3 against candidate run b0: Body or TLS.CAPEM (not stored; the plan hash) sha256:bb → sha256:aa`,
+	}
+	if got := res.PlanNotes(); !slices.Equal(got, want) {
+		t.Fatalf("PlanNotes =\n%q\nwant\n%q", got, want)
+	}
+	for i := range a {
+		a[i].Plan, b[i].Plan = plan.Plan{}, plan.Plan{}
+	}
+	if res, err = Compare(a, b, false, 1); err != nil || len(res.PlanDifferences) != 0 {
+		t.Fatalf("runs without plans: %v, %+v", err, res.PlanDifferences)
+	}
 }

@@ -12,12 +12,12 @@ import (
 
 // Difference is one setting two plans do not share: Field is its path in
 // Plan's Go names ("Connections", "TLS.ServerName", "Headers[1].Value"),
-// A and B its value in each (bytes as their length, a missing element as
-// "(none)").
+// A and B its value in the first plan and the second (bytes as their
+// length, a missing element as "(none)").
 type Difference struct {
 	Field string `json:"field"`
-	A     string `json:"baseline"`
-	B     string `json:"candidate"`
+	A     string `json:"from"`
+	B     string `json:"to"`
 }
 
 // Diff returns the settings in which plans a and b differ, secrets
