@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -383,6 +384,14 @@ func (s *service) ListAgents(context.Context, *pb.ListAgentsRequest) (*pb.ListAg
 }
 
 func (s *service) RunPlan(req *pb.RunPlanRequest, stream pb.CoordinatorService_RunPlanServer) error {
+	// A request with settings this build does not know (a newer coordctl's)
+	// is refused before anything runs: run without them, the load would
+	// not be the plan the report states (as an agent refuses such a share).
+	if unknown := wire.UnknownFields(req); len(unknown) > 0 {
+		return status.Errorf(codes.FailedPrecondition,
+			"coordinator %s (phalanx %s) does not know the request's field(s) %s: coordctl is newer; upgrade the coordinator or drop the setting",
+			s.c.cfg.Name, version.Version, strings.Join(unknown, ", "))
+	}
 	p := wire.PlanFromProto(req.GetPlan())
 	res, err := s.c.Execute(stream.Context(), p, optionsFromProto(req), RunHooks{
 		Accepted: func(a *pb.RunAccepted) {
