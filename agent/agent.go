@@ -698,10 +698,10 @@ func (a *Agent) runShare(stream pb.AgentService_RunServer) (err error) {
 // decodeShare converts a Setup's share from the coordinator and checks it
 // whole (plan.Share.Check): a malformed one is refused with
 // InvalidArgument, naming the agent and the field, before anything else. A
-// share with fields this build does not know (a newer coordinator's plan
-// setting, say pacing_window for an older agent) is refused with
-// FailedPrecondition, naming them and the agent's version: run as far as
-// this build understands it, it would not be the plan the report states.
+// share with fields this build does not know (a plan setting added after
+// it, sent by a newer coordinator) is refused with FailedPrecondition,
+// naming them and the agent's version: run as far as this build
+// understands it, it would not be the plan the report states.
 func (a *Agent) decodeShare(m *pb.Share) (plan.Share, error) {
 	if unknown := wire.UnknownFields(m); len(unknown) > 0 {
 		return plan.Share{}, status.Errorf(codes.FailedPrecondition,
