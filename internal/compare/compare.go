@@ -240,8 +240,7 @@ func (res *Result) planDiffs(side, ofSide string, of Run, runs []Run) {
 			continue
 		}
 		ds := plan.Diff(of.Plan, r.Plan)
-		if pa, pb := of.Report.Provenance, r.Report.Provenance; len(ds) == 0 && pa != nil && pb != nil && pa.PlanHash != "" && pb.PlanHash != "" &&
-			pa.PlanHash != pb.PlanHash && pa.CoordinatorVersion == pb.CoordinatorVersion && pa.CoordinatorCommit == pb.CoordinatorCommit {
+		if pa, pb := of.Report.Provenance, r.Report.Provenance; len(ds) == 0 && hashesDiffer(pa, pb) {
 			ds = []plan.Difference{{Field: "Body or TLS.CAPEM (not stored; the plan hash)", A: pa.PlanHash, B: pb.PlanHash}}
 		}
 		for _, d := range ds {
@@ -249,6 +248,13 @@ func (res *Result) planDiffs(side, ofSide string, of Run, runs []Run) {
 				PlanDifference{Side: side, RunID: r.Report.RunID, OfSide: ofSide, Of: of.Report.RunID, Difference: d})
 		}
 	}
+}
+
+// hashesDiffer reports whether two runs' plan hashes are known and differ
+// under one coordinator build.
+func hashesDiffer(a, b *report.Provenance) bool {
+	return a != nil && b != nil && a.PlanHash != "" && b.PlanHash != "" && a.PlanHash != b.PlanHash &&
+		a.CoordinatorVersion == b.CoordinatorVersion && a.CoordinatorCommit == b.CoordinatorCommit
 }
 
 func (res *Result) keep(rs []Run, side string, include bool) []Run {

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"reflect"
 	"regexp"
+	"strings"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -51,24 +52,18 @@ func (r *diffReporter) Report(rs cmp.Result) {
 		return
 	}
 	vx, vy := r.path.Last().Values()
-	field := r.path.GoString()
 	// GoString starts at the root type ("{plan.Plan}.Connections"): keep
-	// what follows it.
-	if i := bytes.IndexByte([]byte(field), '}'); i >= 0 && i+1 < len(field) && field[i+1] == '.' {
-		field = field[i+2:]
+	// what follows it; an element only one side has is go-cmp's "[1->?]"
+	// or "[?->1]", a moved one "[1->2]": keep its index.
+	field := r.path.GoString()
+	if _, rest, ok := strings.Cut(field, "}."); ok {
+		field = rest
 	}
-	// An element only one side has is go-cmp's "[1->?]" or "[?->1]".
-	field = sliceStep.ReplaceAllStringFunc(field, func(m string) string {
-		sm := sliceStep.FindStringSubmatch(m)
-		if sm[1] == "?" {
-			return "[" + sm[2] + "]"
-		}
-		return "[" + sm[1] + "]"
-	})
+	field = sliceStep.ReplaceAllString(field, "[$1$2$3]")
 	r.diffs = append(r.diffs, Difference{Field: field, A: diffValue(vx), B: diffValue(vy)})
 }
 
-var sliceStep = regexp.MustCompile(`\[(\d+|\?)->(\d+|\?)\]`)
+var sliceStep = regexp.MustCompile(`\[(?:(\d+)->\?|\?->(\d+)|(\d+)->\d+)\]`)
 
 func diffValue(v reflect.Value) string {
 	switch {
