@@ -54,7 +54,7 @@
 #        --resume-ratio 0.7 beside the same h2load runs (h2load cannot resume across
 #        connections); client and server CPU us per connection, as ratios.
 #      BENCH_PROFILE=1: after each scenario's measured rounds, one more phalanx run per
-#        mode (closed, rate) with the agent's CPU profile (pprof over the run) and its
+#        mode (closed, rate, and ratew: the rate with the pacing window) with the agent's CPU profile (pprof over the run) and its
 #        allocation profile; `go tool pprof -top` of each goes to bench-results/ and the
 #        report. Profiled runs are not in the table (profiling costs CPU).
 #      BENCH_RSS_REQUESTS=N: instead of the table, one keep-alive run of N requests
@@ -713,6 +713,9 @@ for scen in "${selected[@]}"; do
         fi
     done
     [ "$PROFILE" = 1 ] && run_profile "$scen" rate "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s"
+    if [ "$PROFILE" = 1 ] && [ -n "$RTOOL" ] && [ -n "$PACING_WINDOW" ]; then
+        run_profile "$scen" ratew "$SURL" -- "${PFLAGS[@]}" -R "$rate" -d "${SECS}s" --pacing-window "$PACING_WINDOW"
+    fi
 done
 
 # --- 5c. -R sweep with send lateness (the "lateness" rows) -------------------------------
