@@ -22,11 +22,27 @@ import (
 // tlsTarget starts an httptest TLS server that counts requests.
 func tlsTarget(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64, []byte) {
 	t.Helper()
+	return startTarget(t, h, false)
+}
+
+// tlsTargetH2 is tlsTarget speaking HTTP/2 (ALPN h2).
+func tlsTargetH2(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64, []byte) {
+	t.Helper()
+	return startTarget(t, h, true)
+}
+
+// startTarget starts a TLS test server running h, counting its requests,
+// with HTTP/2 enabled when h2 is set; it returns the server, the count
+// and its certificate in PEM (the client's CA).
+func startTarget(t *testing.T, h http.HandlerFunc, h2 bool) (*httptest.Server, *atomic.Int64, []byte) {
+	t.Helper()
 	var n atomic.Int64
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
 		h(w, r)
 	}))
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return srv, &n, ca

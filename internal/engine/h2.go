@@ -213,32 +213,50 @@ func (c *h2conn) loop() {
 	c.closeAll()
 }
 
+// openChain reports whether the slot's open-loop streams are chained by
+// their sessions' read loops and pacers (h2chain.go, h2pacer.go): open
+// loop with keep-alive.
+func (c *h2conn) openChain() bool {
+	return c.w.open && !c.e.plan.NoKeepAlive && h2OpenChain
+}
+
+// h2OpenChain turns open-loop chaining on (tests and benchmarks compare
+// it with the slot's goroutine waiting for every ticket itself).
+var h2OpenChain = true
+
 // streamLoop is one stream slot.
 func (c *h2conn) streamLoop() {
 	e := c.e
 	a := newAlarm()
 	defer a.close()
-	sl := &h2slot{c: c, wt: newH2Watch(), chain: e.poller != nil && !c.w.open && !e.plan.NoKeepAlive}
+	sl := &h2slot{c: c, wt: newH2Watch(), chain: c.openChain() || e.poller != nil && !c.w.open && !e.plan.NoKeepAlive}
 	defer sl.wt.stop()
-	free := time.Now() // a slot opened by growth was free only from now
+	sl.free = time.Now() // a slot opened by growth was free only from now
+	back := backStream
 	for {
-		t0, ok := e.pacer.next(c.w, c.j, a)
+		var t0 time.Time
+		var ok bool
+		if back == backTicket { // the read loop took the slot's next ticket
+			t0, ok = openPacer{e}.await(c.w, sl.tk, a)
+		} else {
+			t0, ok = e.pacer.next(c.w, c.j, a)
+		}
 		if !ok {
 			return
 		}
 		sl.pick(t0)
-		back := c.do(sl)
+		back = c.do(sl)
 		for back == backPicked { // the read loop settled a request and picked the next
 			back = c.do(sl)
 		}
 		switch back {
-		case backNext:
+		case backNext, backTicket:
 			continue
 		case backStop:
 			return
 		}
 		o := &sl.o
-		o.free, free = free, o.end
+		o.free, sl.free = sl.free, o.end
 		if !e.settle(c.w, &c.tally, sl.t0, sl.inWindow, o) {
 			return
 		}

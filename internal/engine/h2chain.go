@@ -19,7 +19,9 @@ import (
 // by another writer. It is then handed the slot back (h2back) and goes on
 // as it would have. The counts are the same: the read loop settles, counts
 // issued requests and picks mix entries exactly as the slot's goroutine
-// does. Open loop never chains: its sends wait for their intended times.
+// does. Open loop chains too: a slot's next ticket, when not yet due, is
+// queued for its session's pacer (h2pacer.go), which sends it at its
+// intended time as the slot's goroutine would have.
 
 // h2back is what a slot's goroutine finds when it is handed its slot
 // back (the one value on its stream-end channel).
@@ -38,6 +40,10 @@ const (
 	// backStop: the read loop settled the last request and the slot is
 	// done (the window ended, the count ran out, the engine stopped).
 	backStop
+	// backTicket: the read loop settled the last request and took the
+	// slot's next ticket (h2slot.tk) from the open-loop schedule; the
+	// goroutine waits for it (openPacer.await) and sends it.
+	backTicket
 )
 
 // h2slot is one closed-loop (or open-loop) stream slot of an h2conn: the
@@ -49,9 +55,14 @@ const (
 type h2slot struct {
 	c  *h2conn
 	wt *h2watch
-	// chain: the read loop may continue this slot (closed loop with a
-	// pacer that polls, keep-alive).
+	// chain: the read loop may continue this slot (keep-alive; closed
+	// loop with a pacer that polls, or open loop).
 	chain bool
+	// free is when the slot was last free (its last request's end, or
+	// when it opened), tk its open-loop ticket while the session's pacer
+	// holds it (h2pacer.go) or the goroutine is handed it (backTicket).
+	free time.Time
+	tk   ticket
 
 	t0       time.Time // the request's start (the pacer's)
 	inWindow bool      // t0 is in the window: counted as issued
@@ -112,7 +123,10 @@ func (s *h2session) runChains() {
 // continueSlot ends st's request (its stream ended with a complete
 // response, not yet seen by the slot's goroutine) and sends the slot's next
 // request on s, as the slot's goroutine would (streamLoop, do, roundTrip),
-// or hands the slot back where the goroutine would do more than that.
+// or hands the slot back where the goroutine would do more than that. In
+// open loop the next request is the slot's next ticket: sent now when it
+// is due, else queued for the session's pacer (h2pacer.go), which sends it
+// at its time.
 func (s *h2session) continueSlot(st *h2stream) {
 	sl := st.chain
 	c := sl.c
@@ -124,18 +138,40 @@ func (s *h2session) continueSlot(st *h2stream) {
 	o := &sl.o
 	o.status, o.size, o.end = st.status, st.size, st.end
 	o.ttfb = max(st.first.Sub(st.sentAt), 0)
+	o.free, sl.free = sl.free, o.end
 	if !e.settle(c.w, &c.tally, sl.t0, sl.inWindow, o) {
 		sl.handBack(backStop)
 		return
 	}
-	t0, ok, at := e.poller.poll(c.w, c.j)
-	if !at.IsZero() {
-		sl.handBack(backNext) // the slot waits for a ramp: the goroutine's
-		return
-	}
-	if !ok {
-		sl.handBack(backStop)
-		return
+	var t0 time.Time
+	if c.w.open {
+		tk, ok := openPacer{e}.take(c.w)
+		if !ok {
+			sl.handBack(backStop)
+			return
+		}
+		sl.tk = tk
+		if tk.first || e.endedBy(tk.start) {
+			sl.handBack(backTicket) // an instant's wait, or a give-back: await's
+			return
+		}
+		if now := time.Now(); tk.start.After(now) {
+			s.queue(sl)
+			return
+		}
+		t0 = tk.start
+	} else {
+		var ok bool
+		var at time.Time
+		t0, ok, at = e.poller.poll(c.w, c.j)
+		if !at.IsZero() {
+			sl.handBack(backNext) // the slot waits for a ramp: the goroutine's
+			return
+		}
+		if !ok {
+			sl.handBack(backStop)
+			return
+		}
 	}
 	sl.pick(t0)
 	if !sl.chainable() || !s.wmu.TryLock() {
@@ -145,26 +181,12 @@ func (s *h2session) continueSlot(st *h2stream) {
 		sl.handBack(backPicked)
 		return
 	}
-	s.mu.Lock()
-	if s.dead || s.goaway || s.active >= s.limit {
-		s.mu.Unlock()
+	nst, block, ok := s.openChained(sl, false)
+	if !ok {
 		s.wmu.Unlock()
-		sl.handBack(backPicked) // the goroutine finds another session, or waits
+		sl.handBack(backPicked) // the goroutine finds another session, waits or encodes
 		return
 	}
-	block := s.hpack.cached(sl.en)
-	if block == nil || s.bw.Available() < 9+len(block) {
-		// A block to encode changes the dynamic table (the goroutine
-		// encodes it), or the HEADERS would reach the connection now:
-		// never block the read loop on a write.
-		s.mu.Unlock()
-		s.wmu.Unlock()
-		sl.handBack(backPicked)
-		return
-	}
-	s.active++
-	nst := s.openLocked(sl, t0)
-	s.mu.Unlock()
 	err := s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: nst.id, BlockFragment: block, EndStream: true, EndHeaders: true})
 	s.written = nst.id
 	s.wmu.Unlock()
@@ -176,6 +198,38 @@ func (s *h2session) continueSlot(st *h2stream) {
 	s.kick()
 	sl.wt.watch(s, nst, sl.deadline)
 	c.chained.Add(1)
+}
+
+// openChained opens the next stream of slot sl, whose request is picked,
+// for its HEADERS (block) to be written by the caller, which holds wmu: false
+// when the goroutine must send it (the session takes no new stream, the
+// request's header block is not cached and encoding it would change the
+// dynamic table, the HEADERS would not fit in bw, an open-loop send past
+// its timeout). mayWrite: the caller may block on a write (the session's
+// pacer; not the read loop), so the HEADERS may reach the connection.
+func (s *h2session) openChained(sl *h2slot, mayWrite bool) (st *h2stream, block []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.goaway || s.active >= s.limit {
+		return nil, nil, false
+	}
+	block = s.hpack.cached(sl.en)
+	if block == nil || !mayWrite && s.bw.Available() < 9+len(block) {
+		// A block to encode changes the dynamic table (the goroutine
+		// encodes it), or the HEADERS would reach the connection now:
+		// never block the read loop on a write.
+		return nil, nil, false
+	}
+	sent := sl.t0
+	if sl.c.w.open {
+		sent = time.Now()
+		if !sent.Before(sl.deadline) {
+			return nil, nil, false // do's timeout
+		}
+		sl.o.sent = sent
+	}
+	s.active++
+	return s.openLocked(sl, sent), block, true
 }
 
 // openLocked opens slot sl's next stream, sent at sent, on s: the next

@@ -244,8 +244,14 @@ func TestH2ResponseTimeoutResetsOnlyTheStream(t *testing.T) {
 // (a timeout: RST_STREAM, the connection kept) and a POST with a body
 // (never chained) gives exact totals, per mix entry, and the server's
 // counts equal the report's; most requests were sent by the read loops,
-// so the chains were exercised.
+// so the chains were exercised. Open loop (its chained slots' tickets sent
+// by the sessions' pacers, h2pacer.go) counts the same.
 func TestH2ChainedCountsExact(t *testing.T) {
+	t.Run("closed", func(t *testing.T) { testH2ChainedCountsExact(t, plan.ClosedLoop) })
+	t.Run("open", func(t *testing.T) { testH2ChainedCountsExact(t, plan.OpenLoop) })
+}
+
+func testH2ChainedCountsExact(t *testing.T, load plan.Load) {
 	const stallEvery = 50
 	var stalls atomic.Int64 // /stall streams seen
 	srv := newH2FrameServer(t, func(_ int64, _, path string) h2Action {
@@ -267,6 +273,9 @@ func TestH2ChainedCountsExact(t *testing.T) {
 			{URL: srv.url + "/stall"},
 			{Method: "POST", URL: srv.url + "/post", Body: bytes.Repeat([]byte("b"), 100)},
 		}}
+	if load == plan.OpenLoop {
+		p.Load, p.Rate = plan.OpenLoop, 5000 // 0.4 s; 16 slots, each sending every 3.2 ms
+	}
 	e := newEngine(t, p, 2)
 	res, total := runCounted(t, e)
 	srv.check(t)

@@ -44,8 +44,8 @@ type h2session struct {
 	// session drained after GOAWAY is closed by its own goroutine, not by
 	// one started for it under s.mu.
 	drained chan struct{}
-	// wg joins the session's two goroutines (readLoop, flusher); running
-	// counts those not yet returned. The slot owns the session (track,
+	// wg joins the session's goroutines (readLoop, flusher, and in open
+	// loop runPacer); running counts those not yet returned. The slot owns the session (track,
 	// closeAll).
 	wg      sync.WaitGroup
 	running atomic.Int32
@@ -94,6 +94,10 @@ type h2session struct {
 	// chains are the chainable streams the frame being handled completed,
 	// for runChains (read loop alone; h2chain.go).
 	chains []*h2stream
+	// pacer holds the open-loop slots waiting for their tickets
+	// (h2pacer.go), guarded by pmu; its goroutine runs only in open loop.
+	pmu   sync.Mutex
+	pacer h2pacer
 
 	mu          sync.Mutex // guards everything below
 	cond        *sync.Cond
@@ -207,8 +211,20 @@ func (c *h2conn) newSession(ctx context.Context, reconnect bool) (*h2session, *c
 		nc.Close()
 		return nil, nil, &dialError{classify(err, false), fmt.Errorf("http2 preface to %s: %w", c.e.addr, err)}
 	}
-	s.running.Store(2)
-	s.wg.Add(2)
+	n := int32(2)
+	if c.openChain() {
+		n = 3
+		s.pacer.wake = make(chan struct{}, 1)
+	}
+	s.running.Store(n)
+	s.wg.Add(int(n))
+	if n == 3 {
+		go func() {
+			defer s.wg.Done()
+			defer s.running.Add(-1)
+			s.runPacer()
+		}()
+	}
 	go func() {
 		defer s.wg.Done()
 		defer s.running.Add(-1)

@@ -47,22 +47,51 @@ func newPacer(e *Engine, l plan.Load) pacer {
 type openPacer struct{ e *Engine }
 
 func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
+	tk, ok := p.take(w)
+	if !ok {
+		return time.Time{}, false
+	}
+	return p.await(w, tk, a)
+}
+
+// ticket is a send the worker's schedule gave a slot (openPacer.take):
+// its intended time, and whether it is the first of the run or of a
+// stage (waited for at the instant's precision).
+type ticket struct {
+	start time.Time
+	first bool
+}
+
+// take takes worker w's next ticket from the budget without waiting for
+// it; ok is false when the slot is done (the window's end, the count, the
+// engine's end). A ticket taken is then waited for by await, on the
+// slot's goroutine or, for a chained HTTP/2 slot, by its session's pacer
+// (h2chain.go). It never blocks.
+func (p openPacer) take(w *worker) (tk ticket, ok bool) {
 	e := p.e
 	k := w.ticket.Add(1) - 1
 	raw, ok := w.sched.at(float64(k) + w.phase)
 	if !ok {
-		return time.Time{}, false
+		return ticket{}, false
 	}
-	off := e.paced(raw)
-	start = e.mono.Add(off)
+	start := e.mono.Add(e.paced(raw))
 	if !e.windowEnd.IsZero() && !start.Before(e.windowEnd) {
-		return time.Time{}, false
+		return ticket{}, false
 	}
 	if !w.take() {
-		return time.Time{}, false
+		return ticket{}, false
 	}
 	w.taken.Add(1)
-	if e.firstOfPhase(w, k, raw) {
+	return ticket{start: start, first: e.firstOfPhase(w, k, raw)}, true
+}
+
+// await waits for ticket tk's intended time and returns it, or gives the
+// ticket back (ok false) when the engine stops or the window is ended
+// first, or it is due at or after the window was ended.
+func (p openPacer) await(w *worker, tk ticket, a *alarm) (start time.Time, ok bool) {
+	e := p.e
+	start = tk.start
+	if tk.first {
 		// The run's first send and each stage's first: wait at the
 		// instant's precision, so agents start and change load
 		// together. Other sends wait on the worker's clock.
@@ -73,10 +102,16 @@ func (p openPacer) next(w *worker, j int, a *alarm) (start time.Time, ok bool) {
 	} else if !w.clock.wait(start, a) {
 		return e.giveBack(w)
 	}
-	if e.ended.Load() && !start.Before(e.endedAt) {
+	if e.endedBy(start) {
 		return e.giveBack(w) // due at or after the window was ended
 	}
 	return start, true
+}
+
+// endedBy reports whether the window was ended (EndWindow) at or before
+// t: a ticket due at t is then not sent.
+func (e *Engine) endedBy(t time.Time) bool {
+	return e.ended.Load() && !t.Before(e.endedAt)
 }
 
 // paced returns the intended send offset (from the start instant) of a
