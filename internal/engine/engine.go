@@ -244,9 +244,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if open && cfg.Pacing.slotFds() {
-		// A timerfd per slot goroutine (one per stream slot in HTTP/2),
-		// in what the limit leaves beyond the connections.
-		e.alarmFds.Store(spareFds(conns, conns*max(p.MaxStreams, 1)))
+		// A timerfd per slot goroutine (one per stream slot in HTTP/2)
+		// and, for HTTP/2 with keep-alive, per session pacer
+		// (h2pacer.go), in what the limit leaves beyond the connections.
+		want := conns * max(p.MaxStreams, 1)
+		if p.Protocol == plan.H2 && !p.NoKeepAlive {
+			want += conns
+		}
+		e.alarmFds.Store(spareFds(conns, want))
 	}
 	for i := range cfg.Workers {
 		w := &worker{idx: i, rec: newRecorder(len(e.entries)), counting: cfg.Share.Requests > 0, open: open, ended: &e.ended}

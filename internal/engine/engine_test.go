@@ -295,6 +295,53 @@ func TestOpenLoopRate(t *testing.T) {
 	}
 }
 
+// TestH2OpenLoopStagesExact: HTTP/2 open loop over a ramp and a steady
+// stage (0 to 400/s in 1 s, then 400/s for 1 s: 600 sends), its streams
+// chained by the sessions' read loops and pacers (h2pacer.go) and each
+// worker's first send of the second stage handed to its slot's goroutine
+// (an instant's wait): exactly the schedule's sends, each served once, one
+// send-lateness sample per send, most sent by the chains, and every slot
+// and session pacer had its timerfd (none fell back on a Go timer).
+func TestH2OpenLoopStagesExact(t *testing.T) {
+	srv, served, ca := tlsTargetH2(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEngine(t, plan.Plan{URL: srv.URL, Protocol: plan.H2, MaxStreams: 4, Connections: 4, Load: plan.OpenLoop,
+		Stages: []plan.Stage{{Duration: time.Second, Rate: 400}, {Duration: time.Second, Rate: 400}}, TLS: plan.TLS{CAPEM: ca}}, 4)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total measure.Counts
+	var late int64
+	fds := e.alarmFds.Load()
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
+		total.Add(&iv.Counts)
+		late += iv.Hists.Lateness.Count()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every alarm closed, the budget is whole again unless one was
+	// refused a timerfd (and waited on a Go timer, a millisecond late).
+	if got := e.alarmFds.Load(); got != fds {
+		t.Errorf("timerfd budget %d after the run, %d before: %d alarms (slots' or session pacers') went without one", got, fds, fds-got)
+	}
+	var chained int64
+	for _, sl := range e.slots {
+		chained += sl.(*h2conn).chained.Load()
+	}
+	t.Logf("issued %d, requests %d, errors %v, in flight %d, served %d, chained %d, missed %d", res.Issued, total.Requests,
+		total.ErrorMap(), res.InFlight, served.Load(), chained, total.Missed)
+	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != 600 || res.Issued != 600 || served.Load() != 600 || total.ErrorTotal() != 0 {
+		t.Fatalf("sent %d (issued %d, served %d, errors %v), want exactly 600 = 200 in the ramp + 400/s × 1 s, no error",
+			got, res.Issued, served.Load(), total.ErrorMap())
+	}
+	if want := total.Requests + total.ErrorTotal(); late != want {
+		t.Errorf("send-lateness samples %d, want one per send that ended in the window (%d)", late, want)
+	}
+	if chained < 300 {
+		t.Errorf("%d of 600 requests sent by the sessions' read loops and pacers, want at least half", chained)
+	}
+}
+
 // TestOpenLoopUnsentAreMissed: when every connection is busy until the
 // window ends, the requests the schedule had due but nobody sent are
 // counted as missed, never silently dropped.
