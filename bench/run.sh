@@ -130,6 +130,8 @@ command -v go >/dev/null || die "go not found in PATH"
 NGINX_BIN=$(command -v nginx)
 
 log "building ./bin/{agent,coordinator,coordctl}"
+# The build's commit, taken now: the tree may change while the bench runs.
+PHX_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 go build -o "$ROOT/bin/" ./cmd/agent ./cmd/coordinator ./cmd/coordctl
 AGENT_BIN=$ROOT/bin/agent; COORD_BIN=$ROOT/bin/coordinator; CTL_BIN=$ROOT/bin/coordctl
 
@@ -668,7 +670,7 @@ if [ "$RSS_REQUESTS" -gt 0 ]; then
     {
         echo "# make bench-memory: agent RSS over a long run ($STAMP)"
         echo
-        echo "- machine: $NCPU CPU, kernel $(uname -r); nginx $NGX_VER, 1 worker on CPU $SERVER_CPU; 1 agent (--cpus $CLIENT_CPU), $CONNS keep-alive connections, 600-byte page; phalanx $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+        echo "- machine: $NCPU CPU, kernel $(uname -r); nginx $NGX_VER, 1 worker on CPU $SERVER_CPU; 1 agent (--cpus $CLIENT_CPU), $CONNS keep-alive connections, 600-byte page; phalanx $PHX_DESC"
         echo
         echo "$RSS_LINE"
         echo
@@ -1016,7 +1018,7 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
     echo "- machine: $NCPU CPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), kernel $(uname -r), load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- server: nginx $NGX_VER ($(openssl version | awk '{print $1, $2}')), 1 worker pinned to CPU $SERVER_CPU, ECDSA P-256 leaf, TLS 1.2+1.3, session cache + tickets on, https://127.0.0.1/ (600 B) and /big.html (16 KiB)${LT_VER:+; lighttpd $LT_VER (Debian package, unpacked) for ka-h2-lighttpd, pinned to CPU $SERVER_CPU, same page and leaf}"
     echo "- client CPU $CLIENT_CPU: peers under taskset; phalanx = 1 agent (--cpus $CLIENT_CPU); its coordinator and coordctl (taskset) on CPU $COORD_CPU"
-    echo "- tools: $(wrk -v 2>&1 | head -n1 | awk '{print $1, $2}'), $(h2load --version | head -n1), ab $(ab -V | sed -n 's/.*Version \([0-9.]*\).*/\1/p'), phalanx $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?') ($(go version | awk '{print $3}'))"
+    echo "- tools: $(wrk -v 2>&1 | head -n1 | awk '{print $1, $2}'), $(h2load --version | head -n1), ab $(ab -V | sed -n 's/.*Version \([0-9.]*\).*/\1/p'), phalanx $PHX_DESC ($(go version | awk '{print $3}'))"
     echo "- $ROUNDS round(s) of ${SECS}s per tool per row, interleaved peer/phalanx; $CONNS connections; fixed rate = ${RATE_FRACTION} x the peer's closed-loop median, rounded down to a multiple of $CONNS; **medians** over rounds"
     echo "- idle before the runs: agent ${idle_agent_pct}% CPU, ${idle_agent_rss} MB RSS; coordinator ${idle_coord_pct}% CPU"
     echo

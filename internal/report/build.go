@@ -61,6 +61,7 @@ func Build(r *Run) (*Report, error) {
 		Latency:               hs.Latency.Summarize(),
 		StartSkewUs:           us(r.StartSkew),
 		StartSkewUnknown:      r.StartSkewUnknown,
+		StartSkewBoundUs:      us(skewBound(r.Agents)),
 		ConnectionsOpened:     c.ConnectionsOpened,
 		Reconnects:            c.Reconnects,
 		Retries:               c.Retries,
@@ -324,4 +325,29 @@ func handshakes(c *measure.Counts, planned float64) Handshakes {
 		h.ResumeRatioOffered = &offered
 	}
 	return h
+}
+
+// skewBound returns the error bound of the start skew measured across
+// agents (Report.StartSkewBoundUs): the sum of the two largest half round
+// trips of the clock samples of the agents whose first send is known; 0
+// with fewer than two.
+func skewBound(agents []AgentRun) time.Duration {
+	var a, b time.Duration // the largest half RTTs, a >= b
+	n := 0
+	for _, ag := range agents {
+		if ag.StartOffsetUnknown {
+			continue
+		}
+		n++
+		switch h := ag.RTT / 2; {
+		case h > a:
+			a, b = h, a
+		case h > b:
+			b = h
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	return a + b
 }

@@ -373,6 +373,12 @@ type Report struct {
 	// send is unknown (it sent nothing, or failed before its end).
 	StartSkewUs      float64 `json:"start_skew_us"`
 	StartSkewUnknown bool    `json:"start_skew_unknown,omitempty"`
+	// StartSkewBoundUs bounds StartSkewUs's error, µs: each agent's
+	// clock offset is known to within half the round trip of the sample
+	// it was taken from (NTP's bound, RFC 5905 section 8), so a spread of
+	// first sends to within the two largest such halves summed, over the
+	// agents whose first send is known. 0 with fewer than two of them.
+	StartSkewBoundUs float64 `json:"start_skew_bound_us,omitempty"`
 	// ConnectionsOpened counts connections opened in the window (those
 	// opened before the start count in the first interval).
 	ConnectionsOpened int64 `json:"connections_opened"`

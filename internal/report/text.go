@@ -302,7 +302,13 @@ func (r *Report) writeCluster(p *printer) {
 		if known < len(r.AgentRows) {
 			across = fmt.Sprintf("the %d of %d agents whose first send is known", known, len(r.AgentRows))
 		}
-		p.f("Start skew:   %10s across %s\n", skew, across)
+		bound := ""
+		if !r.StartSkewUnknown && r.StartSkewBoundUs > 0 {
+			// What the agents' clock samples leave unknown: a skew below
+			// it is not told apart from none.
+			bound = fmt.Sprintf(" (± %s: the agents' clock samples)", fmtUs(r.StartSkewBoundUs))
+		}
+		p.f("Start skew:   %10s across %s%s\n", skew, across, bound)
 	}
 	if w := r.Warmup; w != nil {
 		p.f("Warm-up:      %s, %s, %s (excluded above)\n", fmtSeconds(w.DurationS), plural(w.Requests, "request"), plural(sum(w.Errors), "error"))

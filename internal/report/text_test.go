@@ -72,6 +72,30 @@ func TestUnknownStartIsDash(t *testing.T) {
 	}
 }
 
+// TestStartSkewBound: the start skew carries the error the agents' clock
+// samples leave (half of each sample's round trip, the two largest
+// summed), in the text and the JSON; a skew over fewer than two agents
+// whose first send is known has none (TestUnknownStartIsDash).
+func TestStartSkewBound(t *testing.T) {
+	res := result(t)
+	res.Agents[0].Rtt = durationpb.New(100 * time.Microsecond)
+	res.Agents[1].Rtt = durationpb.New(300 * time.Microsecond)
+	r, err := wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StartSkewBoundUs != 200 {
+		t.Errorf("start_skew_bound_us = %v, want 200 (50 + 150)", r.StartSkewBoundUs)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "across agents (± 200.00us: the agents' clock samples)\n"; !strings.Contains(text.String(), want) {
+		t.Errorf("no %q in\n%s", want, text.String())
+	}
+}
+
 // TestStatusCodesUnlessAll200: a redirect is a completed response, not an
 // error (no Non-2xx line), but the status codes are printed whenever any
 // response is not 200; an all-200 run has no status line.

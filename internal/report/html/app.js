@@ -374,7 +374,8 @@
 
     // Agents.
     const cpuHost = el('div', { class: 'chart', id: 'cpu-chart' }), rpsHost = el('div', { class: 'chart', id: 'agent-rps-chart' });
-    const agents = section('agents', 'Agents', el('p', {}, 'Start skew (spread of the agents’ first sends): ' + fmtUs(r.start_skew_us)),
+    const agents = section('agents', 'Agents', el('p', {}, 'Start skew (spread of the agents’ first sends): ' + fmtUs(r.start_skew_us) +
+      (r.start_skew_bound_us ? ' (± ' + fmtUs(r.start_skew_bound_us) + ': the agents’ clock samples)' : '')),
       table(['agent', 'connections', 'requests', 'RPS', 'errors', 'missed', 'in flight', 'CPU busy', 'CPUs', 'pin map', 'clock offset', 'RTT', 'start offset', ''],
         (r.agents || []).map((a) => [a.name, fmtNum(a.connections, 0), fmtNum(a.requests, 0), fmtNum(a.rps), fmtNum(a.errors, 0), fmtNum(a.missed, 0),
           fmtNum(a.in_flight, 0), fmtNum(100 * a.cpu_util, 1) + ' %', a.cpus, a.cpu_list || 'not pinned', fmtUs(a.clock_offset_us), fmtUs(a.rtt_us),
