@@ -217,12 +217,8 @@ func (c *h2conn) loop() {
 // their sessions' read loops and pacers (h2chain.go, h2pacer.go): open
 // loop with keep-alive.
 func (c *h2conn) openChain() bool {
-	return c.w.open && !c.e.plan.NoKeepAlive && h2OpenChain
+	return c.w.open && !c.e.plan.NoKeepAlive
 }
-
-// h2OpenChain turns open-loop chaining on (tests and benchmarks compare
-// it with the slot's goroutine waiting for every ticket itself).
-var h2OpenChain = true
 
 // streamLoop is one stream slot.
 func (c *h2conn) streamLoop() {

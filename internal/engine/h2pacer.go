@@ -120,7 +120,6 @@ func (s *h2session) runPacer() {
 // one flush, handing back those it cannot send.
 func (s *h2session) sendDue(due []*h2slot) {
 	e := s.c.e
-	var sent []*h2stream
 	s.wmu.Lock()
 	var err error
 	i := 0
@@ -140,12 +139,24 @@ func (s *h2session) sendDue(due []*h2slot) {
 			sl.handBack(backPicked)
 			continue
 		}
+		// Once its HEADERS may have left (a full bw writes them out), the
+		// slot is the read loop's: nothing of it is read after the write.
+		wt, c, deadline := sl.wt, sl.c, sl.deadline
 		if s.bw.Available() < 9+len(block) {
-			s.setWriteDeadline(sl.deadline) // the HEADERS reach the connection now
+			s.setWriteDeadline(deadline) // the HEADERS reach the connection now
 		}
 		err = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: block, EndStream: true, EndHeaders: true})
 		s.written = st.id
-		sent = append(sent, st)
+		if err == nil {
+			// Watched before the flush, so before its response can end
+			// it (the read loop then owns the slot and may open and watch
+			// a later stream, which a late watch here would displace).
+			// Under wmu without deadlock: the watch's fire waits for wmu
+			// only to reset the stream it times out, which until this
+			// call is one that already ended.
+			wt.watch(s, st, deadline)
+			c.chained.Add(1)
+		}
 	}
 	if err == nil && s.bw.Buffered() > 0 {
 		s.freshWriteDeadline()
@@ -161,11 +172,5 @@ func (s *h2session) sendDue(due []*h2slot) {
 		// Ends the streams opened (their goroutines take them:
 		// backStream) and the session.
 		s.failKind(err, classify(err, false), true)
-		return
-	}
-	for _, st := range sent {
-		sl := st.chain
-		sl.wt.watch(s, st, sl.deadline)
-		sl.c.chained.Add(1)
 	}
 }

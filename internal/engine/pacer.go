@@ -66,7 +66,7 @@ type ticket struct {
 // it; ok is false when the slot is done (the window's end, the count, the
 // engine's end). A ticket taken is then waited for by await, on the
 // slot's goroutine or, for a chained HTTP/2 slot, by its session's pacer
-// (h2chain.go). It never blocks.
+// (h2pacer.go). It never blocks.
 func (p openPacer) take(w *worker) (tk ticket, ok bool) {
 	e := p.e
 	k := w.ticket.Add(1) - 1

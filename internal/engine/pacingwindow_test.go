@@ -55,7 +55,7 @@ func TestPacedCutoffs(t *testing.T) {
 
 // TestOpenLoopPacingWindow: with a 10-ms window at 1,000/s the schedule's
 // requests, exactly rate × window of them, reach the server in bunches,
-// one per window (about ten at once, then a 9-ms gap), and none is
+// one per window (about ten at once, then a 9-ms gap), and hardly any
 // counted missed. Without the window they would arrive 1 ms apart.
 func TestOpenLoopPacingWindow(t *testing.T) {
 	var mu sync.Mutex
@@ -73,8 +73,13 @@ func TestOpenLoopPacingWindow(t *testing.T) {
 	if got := total.Requests + total.ErrorTotal() + res.InFlight; got != 1000 || res.Issued != 1000 || served.Load() != 1000 {
 		t.Fatalf("sent %d (issued %d, served %d), want exactly 1000 = 1000/s × 1 s", got, res.Issued, served.Load())
 	}
-	if total.Missed != 0 || total.Unsent != 0 {
-		t.Errorf("missed %d, unsent %d: want none at 1000/s on 30 connections", total.Missed, total.Unsent)
+	// Lateness runs from each window's start, where its bunch is
+	// released: sends held to the window's end instead would leave half of
+	// them over 5 ms late (missed). A loaded 2-core machine (the race
+	// detector, other tests) delays a few by that much: 1-45 of 1,000
+	// measured so, never a tenth.
+	if total.Missed > 100 || total.Unsent != 0 {
+		t.Errorf("missed %d, unsent %d: want under 100 and none at 1000/s on 30 connections", total.Missed, total.Unsent)
 	}
 	mu.Lock()
 	defer mu.Unlock()
