@@ -155,7 +155,7 @@ func (s *h2session) continueSlot(st *h2stream) {
 			sl.handBack(backTicket) // an instant's wait, or a give-back: await's
 			return
 		}
-		if now := time.Now(); tk.start.After(now) {
+		if tk.start.After(time.Now()) {
 			s.queue(sl)
 			return
 		}
@@ -205,8 +205,10 @@ func (s *h2session) continueSlot(st *h2stream) {
 // when the goroutine must send it (the session takes no new stream, the
 // request's header block is not cached and encoding it would change the
 // dynamic table, the HEADERS would not fit in bw, an open-loop send past
-// its timeout). mayWrite: the caller may block on a write (the session's
-// pacer; not the read loop), so the HEADERS may reach the connection.
+// its timeout). An open-loop request's send time (sl.o.sent) is stamped
+// here, a closed-loop one's is its start. mayWrite: the caller may block
+// on a write (the session's pacer; not the read loop), so the HEADERS may
+// reach the connection.
 func (s *h2session) openChained(sl *h2slot, mayWrite bool) (st *h2stream, block []byte, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

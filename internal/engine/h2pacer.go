@@ -78,14 +78,9 @@ func (s *h2session) runPacer() {
 				continue
 			case <-s.done:
 				s.pmu.Lock()
-				p.over = true
-				due = append(due[:0], p.q...)
-				clear(p.q)
-				p.q = p.q[:0]
+				due = p.popLocked(due, len(p.q), true)
 				s.pmu.Unlock()
-				for _, sl := range due {
-					sl.handBack(backTicket)
-				}
+				handBackAll(due)
 				return
 			}
 		}
@@ -94,25 +89,39 @@ func (s *h2session) runPacer() {
 		ok := w.clock.wait(head, a)
 		now := time.Now()
 		s.pmu.Lock()
-		n := 0
-		for n < len(p.q) && (!ok || !p.q[n].tk.start.After(now)) {
-			n++
+		n := len(p.q) // stopped or ended: every one, whose goroutine gives it back
+		if ok {
+			n = 0
+			for n < len(p.q) && !p.q[n].tk.start.After(now) {
+				n++
+			}
 		}
-		due = append(due[:0], p.q[:n]...)
-		m := copy(p.q, p.q[n:])
-		clear(p.q[m:])
-		p.q = p.q[:m]
-		if !ok {
-			p.over = true // stopped or ended: the slots' goroutines give their tickets back
-		}
+		due = p.popLocked(due, n, !ok)
 		s.pmu.Unlock()
 		if !ok {
-			for _, sl := range due {
-				sl.handBack(backTicket)
-			}
+			handBackAll(due)
 			continue
 		}
 		s.sendDue(due)
+	}
+}
+
+// popLocked moves the queue's first n slots into due (emptied first) and
+// returns it; over: the pacer takes no more (queue hands slots straight
+// back). Called with pmu held.
+func (p *h2pacer) popLocked(due []*h2slot, n int, over bool) []*h2slot {
+	due = append(due[:0], p.q[:n]...)
+	m := copy(p.q, p.q[n:])
+	clear(p.q[m:])
+	p.q = p.q[:m]
+	p.over = p.over || over
+	return due
+}
+
+// handBackAll gives each slot its ticket back to wait for (backTicket).
+func handBackAll(slots []*h2slot) {
+	for _, sl := range slots {
+		sl.handBack(backTicket)
 	}
 }
 
@@ -165,9 +174,7 @@ func (s *h2session) sendDue(due []*h2slot) {
 		}
 	}
 	s.wmu.Unlock()
-	for _, sl := range due[i:] {
-		sl.handBack(backTicket) // after a failed write: another session's
-	}
+	handBackAll(due[i:]) // after a failed write: another session's
 	if err != nil {
 		// Ends the streams opened (their goroutines take them:
 		// backStream) and the session.

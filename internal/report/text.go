@@ -303,7 +303,7 @@ func (r *Report) writeCluster(p *printer) {
 			across = fmt.Sprintf("the %d of %d agents whose first send is known", known, len(r.AgentRows))
 		}
 		bound := ""
-		if !r.StartSkewUnknown && r.StartSkewBoundUs > 0 {
+		if r.StartSkewBoundUs > 0 { // 0 unless two agents' first sends are known
 			// What the agents' clock samples leave unknown: a skew below
 			// it is not told apart from none.
 			bound = fmt.Sprintf(" (± %s: the agents' clock samples)", fmtUs(r.StartSkewBoundUs))
