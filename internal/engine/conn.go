@@ -472,9 +472,6 @@ func (e *Engine) lastDue(w *worker, t time.Time) int64 {
 // once stopped). The new slot dials when it takes its first ticket, so its
 // connect is part of that request's latency.
 func (e *Engine) grow(w *worker) bool {
-	if !e.grows {
-		return false
-	}
 	for {
 		n := w.conns.Load()
 		if n >= w.maxConns || e.isStopped() {

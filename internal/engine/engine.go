@@ -81,7 +81,6 @@ type Engine struct {
 	// make (spareFds).
 	alarmFds atomic.Int64
 	newSlot  func(e *Engine, w *worker, i, j int) connSlot
-	grows    bool           // open loop may add slots (newSlotFunc)
 	connsMu  sync.Mutex     // guards slots (open loop adds slots while running)
 	slots    []connSlot     // every connection slot, in creation order
 	wg       sync.WaitGroup // slot goroutines
@@ -202,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.pacer = newPacer(e, p.Load)
 	e.poller, _ = e.pacer.(pollPacer)
-	e.newSlot, e.grows = newSlotFunc(p.Protocol)
+	e.newSlot = newSlotFunc(p.Protocol)
 	e.stopCtx, e.cancel = context.WithCancel(context.Background())
 	if e.entries, e.sched, err = buildEntries(p, parsed.Entries); err != nil {
 		return nil, err
@@ -694,7 +693,7 @@ func (e *Engine) Run(ctx context.Context, startAt time.Time, emit func(Interval)
 		// The watcher grows the connections, and counts growth refused at
 		// the cap: where growth may add one, and for every connection
 		// rate (its cap is --max-open's, whatever -c).
-		if w.open && e.grows && (w.maxConns > w.conns.Load() || e.plan.ConnectionRate) {
+		if w.open && (w.maxConns > w.conns.Load() || e.plan.ConnectionRate) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -391,14 +391,7 @@ func TestOpenLoopGrowsDuringStall(t *testing.T) {
 		}
 	})
 	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, MaxConnections: 20, Load: plan.OpenLoop, Rate: 100, Duration: 1500 * time.Millisecond, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
-	if _, err := e.Prepare(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var total measure.Counts
-	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) { total.Add(&iv.Counts) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, total := runCounted(t, e)
 	if res.Issued < 140 {
 		t.Errorf("issued %d of 150 scheduled: the stall must not hold back the schedule", res.Issued)
 	}
@@ -504,5 +497,49 @@ func TestRecordConnPhases(t *testing.T) {
 	}
 	if got := s.counts.ConnectionsOpened; got != 3 {
 		t.Errorf("connections opened %d, want 3", got)
+	}
+}
+
+// TestH2OpenLoopGrowsDuringStall: HTTP/2 open loop grows as HTTP/1.1 does.
+// One connection of two stream slots, both stuck on a stalled server:
+// requests still come due, so the engine opens connections (each with its
+// stream slots) up to the cap; when the connection it adds stalls too,
+// the late tickets count as growth refused.
+func TestH2OpenLoopGrowsDuringStall(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxConns int
+		stalls   int64 // requests that stall their stream slots
+	}{{"grows", 10, 2}, {"capped", 2, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv, _, ca := tlsTargetH2(t, func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) <= tc.stalls {
+					time.Sleep(time.Second)
+				}
+			})
+			e := newEngine(t, plan.Plan{URL: srv.URL, Protocol: plan.H2, MaxStreams: 2, Connections: 1, MaxConnections: tc.maxConns,
+				Load: plan.OpenLoop, Rate: 100, Duration: 1500 * time.Millisecond, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 1)
+			res, total := runCounted(t, e)
+			if tc.name == "capped" {
+				// Every stream slot of both connections is held for about
+				// 1 s of the 1.5-s window: some 90 tickets fall due
+				// meanwhile, untaken.
+				if total.GrowthRefused < 40 || total.ConnectionsOpened != 2 {
+					t.Errorf("capped at 2: %d growth refused, %d connections opened; want at least 40 and 2", total.GrowthRefused, total.ConnectionsOpened)
+				}
+				return
+			}
+			if res.Issued < 140 {
+				t.Errorf("issued %d of 150 scheduled: the stall must not hold back the schedule", res.Issued)
+			}
+			if total.ConnectionsOpened <= 1 || total.ConnectionsOpened > int64(tc.maxConns) {
+				t.Errorf("connections opened %d, want more than 1 and at most the cap of %d", total.ConnectionsOpened, tc.maxConns)
+			}
+			if total.GrowthRefused != 0 || total.Missed > 30 {
+				t.Errorf("%d growth refused, %d missed below the cap: want none and the few before the first growth", total.GrowthRefused, total.Missed)
+			}
+			t.Logf("%d connections, %d missed, %d issued", total.ConnectionsOpened, total.Missed, res.Issued)
+		})
 	}
 }

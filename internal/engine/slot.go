@@ -31,18 +31,18 @@ type connSlot interface {
 	accounts() *tally
 }
 
-// newSlotFunc returns the slot constructor of protocol p and whether its
-// slots may be added while running (open loop adds connections when every
-// one is busy; an HTTP/2 slot adds streams instead, up to MaxStreams).
-// newSlot builds slot j of worker w, the engine's i-th.
-func newSlotFunc(p plan.Protocol) (newSlot func(e *Engine, w *worker, i, j int) connSlot, grows bool) {
+// newSlotFunc returns the slot constructor of protocol p: newSlot builds
+// slot j of worker w, the engine's i-th. Open loop adds slots while
+// running when every one is busy (Engine.grow), each a connection with
+// its stream slots in HTTP/2 and HTTP/3.
+func newSlotFunc(p plan.Protocol) (newSlot func(e *Engine, w *worker, i, j int) connSlot) {
 	switch p {
 	case plan.H2:
-		return func(e *Engine, w *worker, i, j int) connSlot { return newH2Conn(e, w, i, j) }, false
+		return func(e *Engine, w *worker, i, j int) connSlot { return newH2Conn(e, w, i, j) }
 	case plan.H3:
-		return func(e *Engine, w *worker, i, j int) connSlot { return newH3Conn(e, w, i, j) }, true
+		return func(e *Engine, w *worker, i, j int) connSlot { return newH3Conn(e, w, i, j) }
 	}
-	return func(e *Engine, w *worker, i, j int) connSlot { return newConn(e, w, i, j) }, true
+	return func(e *Engine, w *worker, i, j int) connSlot { return newConn(e, w, i, j) }
 }
 
 var (
