@@ -212,6 +212,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tls", "cert", "create", "--days", "x"}, `--days "x": not a number`},
 		{[]string{"run", "ftp://127.0.0.1/"}, `scheme "ftp" not supported`},
 		{[]string{"run", "-H", "NoColon", "https://127.0.0.1/"}, "want 'Name: value'"},
+		{[]string{"run", "-H", "Authorization Bearer s3cret", "https://127.0.0.1/"}, `-H "Authorization"…: want 'Name: value'`},
 		{[]string{"run", "--tls-min", "1.3", "--ciphers", "ECDHE-RSA-AES128-GCM-SHA256", "https://127.0.0.1/"}, "--ciphers ECDHE-RSA-AES128-GCM-SHA256: cipher suites do nothing when TLS 1.3 is the lowest version"},
 		{[]string{"run", "--tls-max", "1.2", "--curves", "X25519MLKEM768,X25519", "https://127.0.0.1/"}, "--curves X25519MLKEM768: X25519MLKEM768 is a TLS 1.3 group, never offered when TLS 1.2 is the highest version"},
 		{[]string{"run", "--insecure", "--cacert", caFile, "https://127.0.0.1/"}, "--cacert: a CA does nothing when certificate verification is off"},

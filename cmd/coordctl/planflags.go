@@ -22,7 +22,7 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 	for _, h := range headers {
 		hd, ok := plan.ParseHeader(h)
 		if !ok {
-			return &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
+			return &usageError{fmt.Errorf("-H %s: want 'Name: value'", plan.BadHeader(h))}
 		}
 		p.Headers = append(p.Headers, hd)
 	}

@@ -335,7 +335,7 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 	for _, h := range f.headers {
 		hd, ok := plan.ParseHeader(h)
 		if !ok {
-			return p, &usageError{fmt.Errorf("-H %q: want 'Name: value'", h)}
+			return p, &usageError{fmt.Errorf("-H %s: want 'Name: value'", plan.BadHeader(h))}
 		}
 		p.Headers = append(p.Headers, hd)
 	}

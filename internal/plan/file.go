@@ -224,12 +224,27 @@ func ParseHeader(s string) (Header, bool) {
 	return Header{Name: name, Value: strings.TrimSpace(value)}, true
 }
 
+// BadHeader quotes s, a header ParseHeader refused, for an error message:
+// its leading header-name characters, with "…" after them when more
+// follows, since the rest may be a credential written without its colon
+// ("Authorization Bearer t0ken" is shown as "Authorization"…).
+func BadHeader(s string) string {
+	n := 0
+	for n < len(s) && validToken(s[n:n+1]) {
+		n++
+	}
+	if n == len(s) {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…", s[:n])
+}
+
 func parseHeaders(field string, in []string) ([]Header, error) {
 	var out []Header
 	for i, s := range in {
 		h, ok := ParseHeader(s)
 		if !ok {
-			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Value: fmt.Sprintf("%q", s), Allowed: "want 'Name: value'"}
+			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Value: BadHeader(s), Allowed: "want 'Name: value'"}
 		}
 		out = append(out, h)
 	}

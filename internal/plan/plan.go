@@ -538,6 +538,12 @@ func ParseTarget(raw string) (Target, error) {
 	if u.User != nil {
 		return Target{}, errors.New("user info in the URL is not supported: send an Authorization header")
 	}
+	if strings.ContainsAny(u.RawQuery, " \t") {
+		// The path's are escaped when sent (URL.RequestURI), the query's
+		// would be sent raw and break the request line (RFC 3986 allows
+		// none).
+		return Target{}, errors.New("a space in the query: escape it as %20 or +")
+	}
 	t.Host = u.Hostname()
 	t.HostHeader = u.Host
 	if p := u.Port(); p != "" {
@@ -590,7 +596,7 @@ func (p *Plan) validateMix(base Target) ([]Target, []error) {
 		}
 		for j, h := range r.Headers {
 			if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
-				errs = append(errs, &FieldError{fmt.Sprintf("%s.headers[%d]", field, j), fmt.Sprintf("%q: %q", h.Name, h.Value), "want 'Name: value'"})
+				errs = append(errs, &FieldError{fmt.Sprintf("%s.headers[%d]", field, j), fmt.Sprintf("%q: %q", h.Name, redactHeader(h).Value), "want 'Name: value'"})
 			}
 		}
 	}

@@ -59,6 +59,7 @@ func TestValidate(t *testing.T) {
 		{"no scheme", func(p *Plan) { p.URL = "127.0.0.1:8443" }, `url = "127.0.0.1:8443"`},
 		{"ftp", func(p *Plan) { p.URL = "ftp://x/" }, `scheme "ftp" not supported: want https or http`},
 		{"no host", func(p *Plan) { p.URL = "https:///x" }, "want a host"},
+		{"space in query", func(p *Plan) { p.URL = "https://127.0.0.1/x?q=a b" }, "a space in the query: escape it as %20 or +"},
 		{"zero conns", func(p *Plan) { p.Connections = 0 }, "connections = 0: want at least 1"},
 		{"neg duration", func(p *Plan) { p.Duration = -time.Second }, "duration = -1s"},
 		{"zero timeout", func(p *Plan) { p.Timeout = 0 }, "timeout = 0s"},
@@ -98,6 +99,7 @@ func TestParseTarget(t *testing.T) {
 		{"https://example.test:443/", Target{TLS: true, Host: "example.test", Port: "443", HostHeader: "example.test", RequestURI: "/"}},
 		{"https://127.0.0.1:8443", Target{TLS: true, Host: "127.0.0.1", Port: "8443", HostHeader: "127.0.0.1:8443", RequestURI: "/"}},
 		{"http://[::1]:8080/x", Target{Host: "::1", Port: "8080", HostHeader: "[::1]:8080", RequestURI: "/x"}},
+		{"https://127.0.0.1/a b?c=%20", Target{TLS: true, Host: "127.0.0.1", Port: "443", HostHeader: "127.0.0.1", RequestURI: "/a%20b?c=%20"}},
 	} {
 		got, err := ParseTarget(tc.in)
 		if err != nil || got != tc.want {

@@ -15,11 +15,20 @@ const RedactedValue = "[redacted]"
 // Cookie), in canonical form.
 var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true}
 
+// secretHeaderWords mark, anywhere in a header's lower-case name, the
+// fields that carry credentials by convention rather than by standard:
+// API keys and tokens (X-Api-Key, Api-Key, Ocp-Apim-Subscription-Key,
+// X-Auth-Token, Private-Token, X-Vault-Token, X-Amz-Security-Token),
+// sessions and signatures. A benign field that matches (X-Cache-Key) only
+// loses its value in results.
+var secretHeaderWords = []string{"auth", "token", "secret", "key", "passw", "session", "cookie", "signature", "credential"}
+
 // Redacted returns a copy of p with every secret removed, for what outlives
 // the run or leaves the process other than towards the agents: results,
 // logs and errors. The client certificate and key (TLS.CertPEM, KeyPEM)
 // are dropped, and the values of the credential headers (Authorization,
-// Proxy-Authorization, Cookie; the plan's and the mix's) become
+// Proxy-Authorization, Cookie, and every name holding one of
+// secretHeaderWords; the plan's and the mix's) become
 // RedactedValue, and so do the password of a URL's user info (the
 // plan's and the mix's, as url.URL.Redacted writes it) and the values of
 // its credential query parameters (secretQuery). A secret field added to
@@ -54,7 +63,13 @@ func redactHeaders(hs []Header) []Header {
 	return out
 }
 
-func isSecret(h Header) bool { return secretHeaders[http.CanonicalHeaderKey(h.Name)] }
+func isSecret(h Header) bool {
+	if secretHeaders[http.CanonicalHeaderKey(h.Name)] {
+		return true
+	}
+	name := strings.ToLower(h.Name)
+	return slices.ContainsFunc(secretHeaderWords, func(w string) bool { return strings.Contains(name, w) })
+}
 
 // redactHeader returns h with its value replaced by RedactedValue when it
 // is a credential, for error messages.

@@ -90,3 +90,48 @@ func TestValidateQuotesNoSecret(t *testing.T) {
 }
 
 func slicesCloneHeaders(h []Header) []Header { return append([]Header(nil), h...) }
+
+// TestRedactedConventionalHeaders: headers that carry credentials by
+// convention (API keys, tokens, sessions) are redacted as Authorization
+// is, whatever their case; ordinary fields keep their values.
+func TestRedactedConventionalHeaders(t *testing.T) {
+	secret := []string{"X-Api-Key", "api-key", "Ocp-Apim-Subscription-Key", "X-Auth-Token", "Private-Token", "X-Vault-Token",
+		"X-Amz-Security-Token", "X-Session-Id", "X-Client-Secret", "X-Signature", "X-Csrf-Token", "Set-Cookie"}
+	plain := []string{"Accept", "Accept-Encoding", "Content-Type", "User-Agent", "X-Request-Id", "Cache-Control", "Keep-Alive", "X-Forwarded-For", "Host"}
+	var hs []Header
+	for _, n := range append(append([]string(nil), secret...), plain...) {
+		hs = append(hs, Header{n, "v4lue-" + n})
+	}
+	r := Redacted(Plan{URL: "https://127.0.0.1/", Headers: hs, Mix: []Request{{URL: "https://127.0.0.1/m", Headers: hs}}})
+	for _, got := range [][]Header{r.Headers, r.Mix[0].Headers} {
+		for i, h := range got {
+			if wantSecret := i < len(secret); (h.Value == RedactedValue) != wantSecret {
+				t.Errorf("%s: value %q; want it redacted: %v", h.Name, h.Value, wantSecret)
+			}
+		}
+	}
+}
+
+// TestBadHeaderHidesValue: a header without its colon is quoted in errors
+// by its leading name alone, so a credential written after it stays out.
+func TestBadHeaderHidesValue(t *testing.T) {
+	cases := map[string]string{
+		"Authorization Bearer t0ken": `"Authorization"…`,
+		"X-Api-Key=s3cret":           `"X-Api-Key"…`,
+		"nocolon":                    `"nocolon"`,
+		" lead":                      `""…`,
+	}
+	for in, want := range cases {
+		if got := BadHeader(in); got != want {
+			t.Errorf("BadHeader(%q) = %s, want %s", in, got, want)
+		}
+	}
+	_, err := ParseFile([]byte("url: https://127.0.0.1/\nmix:\n  - url: /a\n    headers: [\"Authorization Bearer t0ken\"]\n"), nil)
+	if err == nil || strings.Contains(err.Error(), "t0ken") || !strings.Contains(err.Error(), "Authorization") {
+		t.Errorf("mix header without a colon: error %v; want it named without its value", err)
+	}
+	err = (&Plan{URL: "https://127.0.0.1/", Mix: []Request{{URL: "https://127.0.0.1/a", Weight: 1, Headers: []Header{{"X-Api-Key", "k3y\r\nX: y"}}}}}).Validate()
+	if err == nil || strings.Contains(err.Error(), "k3y") {
+		t.Errorf("mix header with a line break: error %v; want it refused without its value", err)
+	}
+}
