@@ -40,7 +40,9 @@ func searchResult(t *testing.T, c *procCluster, args ...string) (*report.Search,
 
 // TestSearchModelledKnee: a search with --slo 'p99<3*D' over the modelled
 // server of 4 workers of D = 5 ms (capacity 800 requests/s) finds the
-// knee within 5 % of 800 with a confidence interval that holds it, its
+// knee within 5 % of 800 with a confidence interval that reaches the band
+// [760, 800] (a few per cent below capacity the queue's p99 may already
+// cross 15 ms with the sends' jitter, so the SLO's knee lies in it), its
 // steps stored as runs of the search that coordctl report re-renders;
 // or, when this machine makes the agent client-bound, says the search
 // was inconclusive naming it.
@@ -64,8 +66,8 @@ func TestSearchModelledKnee(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d, want 0\n%s", code, out)
 		}
-		if s.Knee < 0.95*capacity || s.Knee > 1.05*capacity || s.KneeLo > capacity || s.KneeHi < capacity {
-			t.Errorf("knee %.1f (CI %.1f..%.1f), want within 5 %% of %v with it inside the CI", s.Knee, s.KneeLo, s.KneeHi, capacity)
+		if s.Knee < 0.95*capacity || s.Knee > 1.05*capacity || s.KneeLo > capacity || s.KneeHi < 0.95*capacity {
+			t.Errorf("knee %.1f (CI %.1f..%.1f), want within 5 %% of %v with the CI reaching %v..%v", s.Knee, s.KneeLo, s.KneeHi, capacity, 0.95*capacity, capacity)
 		}
 	case "inconclusive":
 		if code != 6 || len(s.SaturatedAgents) == 0 && !strings.Contains(s.Message, "short") {
