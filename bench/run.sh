@@ -134,6 +134,11 @@ log "building ./bin/{agent,coordinator,coordctl}"
 PHX_DESC=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 go build -o "$ROOT/bin/" ./cmd/agent ./cmd/coordinator ./cmd/coordctl
 AGENT_BIN=$ROOT/bin/agent; COORD_BIN=$ROOT/bin/coordinator; CTL_BIN=$ROOT/bin/coordctl
+if [ "$LATENESS" = 1 ]; then
+    # The lateness rows' "clock alone" floor: BenchmarkClockAlone (the
+    # engine's test binary).
+    go test -c -o "$ROOT/bin/engine.test" ./internal/engine
+fi
 
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 [ "$(ulimit -n)" = 65536 ] || log "note: open files limited to $(ulimit -n) (hard limit $(ulimit -Hn))"
@@ -423,6 +428,11 @@ syscalls() {
 now() { date +%s.%N; }
 pct() { awk -v a="$1" -v b="$2" -v x="$3" -v y="$4" -v t="$CLK_TCK" 'BEGIN {printf "%.1f", 100 * (b - a) / t / (y - x)}'; }   # ticks A B over wall X..Y -> % of a core
 per_req() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$CLK_TCK" 'BEGIN {if (n > 0) printf "%.2f", (b - a) / t * 1e6 / n; else print "-"}'; }   # ticks A B over N requests -> us/req
+# clock_pcts OUTFILE -> "p50 p99" (µs) of BenchmarkClockAlone's output, or "- -".
+clock_pcts() {
+    awk '/^BenchmarkClockAlone/ {for (i = 2; i < NF; i++) {if ($(i + 1) == "late-p50-us") a = $i; if ($(i + 1) == "late-p99-us") b = $i}}
+        END {if (a == "") print "- -"; else printf "%.0f %.0f\n", a, b}' "$1" 2>/dev/null || echo "- -"
+}
 # timer_pcts HISTFILE -> "p50 p99" (µs) of a cyclictest histogram (-h 20000: a
 # percentile among its overflows reads 20000), or "- -" without one.
 timer_pcts() {
@@ -760,6 +770,12 @@ if [ "$LATENESS" = 1 ]; then
                     log "== lateness: cyclictest -i $(( 1000000 / rate )) us on CPU $CLIENT_CPU, round $r"
                     bounded "$RAW/cyclictest.R$rate.$r.out" cyclictest -q -D "$SECS" -i $(( 1000000 / rate )) \
                         -a "$CLIENT_CPU" -t 1 -h 20000 --histfile="$RAW/cyclictest.R$rate.$r.hist" || true
+                    # And the agent's own clock alone (its timerfd through the Go
+                    # netpoller, no connection and no request) at that interval.
+                    log "== lateness: the agent's clock alone, interval $(( 1000000 / rate )) us on CPU $CLIENT_CPU, round $r"
+                    PHALANX_BENCH_CLOCK_INTERVALS="$(( 1000000 / rate ))us" PHALANX_BENCH_CLOCK_SECONDS="$SECS" \
+                        bounded "$RAW/clock.R$rate.$r.out" taskset -c "$CLIENT_CPU" "$ROOT/bin/engine.test" \
+                        -test.run '^$' -test.bench '^BenchmarkClockAlone$' -test.benchtime 1x || true
                 fi
             done
         done
@@ -781,8 +797,8 @@ if [ "$LATENESS" = 1 ]; then
             else printf " -R %s: service p50 %s µs, %.2f x;", r, s, s / c }')
     done
     LATENESS_TABLE=$(
-        echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | timer wake-up p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
-        echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        echo "| protocol | -R | h2load RPS | phalanx RPS | h2load µs/req | phalanx µs/req | ratio phalanx/h2load | send lateness p50 µs | p99 µs | timer wake-up p50 µs | p99 µs | clock alone p50 µs | p99 µs | latency p50 − service p50 µs | service p50 µs | client-bound rounds |"
+        echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         for proto in h1 h2; do
             src=()
             for rate in $LATENESS_RATES; do
@@ -803,13 +819,14 @@ if [ "$LATENESS" = 1 ]; then
                     read -r xrps xus < <(awk -F'\t' -v s="$scen" -v m="$mode" -v r="$r" \
                         '$1 == s && $2 == m && $4 == r && $5 == "phalanx" {print $7, $10}' "$TSV") || true
                     read -r tp50 tp99 < <(timer_pcts "$RAW/cyclictest.R$rate.$r.hist")
+                    read -r cp50 cp99 < <(clock_pcts "$RAW/clock.R$rate.$r.out")
                     jq -r --arg a "${prps:--}" --arg b "${xrps:--}" --arg c "${pus:--}" --arg d "${xus:--}" '[$a, $b, $c, $d,
                         (.send_lateness_us.p50 // "-"), (.send_lateness_us.p99 // "-"),
                         (if .latency_us and .service_time_us then .latency_us.p50 - .service_time_us.p50 else "-" end),
                         (.service_time_us.p50 // "-"), (if .client_bound then 1 else 0 end)] | @tsv' "$j" |
-                        awk -v a="$tp50" -v b="$tp99" 'BEGIN {OFS = "\t"} {print $0, a, b}'
+                        awk -v a="$tp50" -v b="$tp99" -v c="$cp50" -v d="$cp99" 'BEGIN {OFS = "\t"} {print $0, a, b, c, d}'
                 done | awk -F'\t' -v proto="$proto" -v rate="$rate" -v label="${label:-}" '
-                    {n++; for (i = 1; i <= 8; i++) v[i, n] = $i; cb += $9; v[9, n] = $10; v[10, n] = $11}
+                    {n++; for (i = 1; i <= 8; i++) v[i, n] = $i; cb += $9; v[9, n] = $10; v[10, n] = $11; v[11, n] = $12; v[12, n] = $13}
                     function med(i,   a, k, m, t, x) { m = 0; for (k = 1; k <= n; k++) if (v[i, k] != "-" && v[i, k] != "") a[++m] = v[i, k] + 0
                         if (m == 0) return "-"
                         for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (a[t] < a[k]) { x = a[k]; a[k] = a[t]; a[t] = x }
@@ -817,10 +834,10 @@ if [ "$LATENESS" = 1 ]; then
                     function f(x, fmt) { return x == "-" ? "-" : sprintf(fmt, x) }
                     END { if (!n) exit
                         pu = med(3); xu = med(4); ratio = (pu != "-" && xu != "-" && pu > 0) ? sprintf("%.2f", xu / pu) : "-"
-                        printf "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
+                        printf "| %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n",
                             (proto == "h1" ? "HTTP/1.1" : "HTTP/2 -m10"), rate, (label ? " " label : ""),
                             f(med(1), "%.0f"), f(med(2), "%.0f"), f(pu, "%.1f"), f(xu, "%.1f"), ratio,
-                            f(med(5), "%.0f"), f(med(6), "%.0f"), f(med(9), "%.0f"), f(med(10), "%.0f"),
+                            f(med(5), "%.0f"), f(med(6), "%.0f"), f(med(9), "%.0f"), f(med(10), "%.0f"), f(med(11), "%.0f"), f(med(12), "%.0f"),
                             f(med(7), "%.0f"), f(med(8), "%.0f"), cb, n }'
             done
         done
@@ -1045,7 +1062,7 @@ TABLE=$(awk -F'\t' -v win="$PACING_WINDOW" "$AWK_MED"'
     fi
     if [ -n "$LATENESS_TABLE" ]; then
         echo
-        echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; timer wake-up = cyclictest's latency (rt-tests: a thread at normal priority on the client CPU sleeping on the kernel's high-resolution timer for the mean interval between sends, 1 s / rate, ${SECS}s) in the same round: the machine's own floor for a sender that sleeps between sends."
+        echo "-R sweep with send lateness (open loop, keep-alive, 600-byte page, $CONNS connections, ${SECS}s per run, h2load --rps (rate / $CONNS per client) and phalanx -R interleaved; medians over rounds; the last row of each protocol is the ka-h1 / ka-h2 fixed-rate row when it ran): µs/req as above; send lateness = actual send − intended time, from phalanx's JSON \`send_lateness_us\`; latency p50 − service time p50 is what the tool adds to the latency a user reads; timer wake-up = cyclictest's latency (rt-tests: a thread at normal priority on the client CPU sleeping on the kernel's high-resolution timer for the mean interval between sends, 1 s / rate, ${SECS}s) in the same round: the machine's own floor for a sender that sleeps between sends; clock alone = \`BenchmarkClockAlone\` (internal/engine): the agent's own clock (a timerfd waited on through the Go netpoller) for the same interval, with no connection and no request, on the client CPU, in the same round: the floor of the agent's send lateness, the same wake-up without the agent's work around it."
         echo
         echo "$LATENESS_TABLE"
         echo
