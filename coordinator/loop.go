@@ -168,7 +168,7 @@ func (rn *run) silenceLimit() time.Duration {
 // end, or for the last interval the window's planned end plus the plan's
 // timeout (the drain), shifted by the coordinator's own stalls.
 func (rn *run) due(r *agentRun) time.Time {
-	p := rn.p
+	p := &rn.p // not a copy: the silence watch calls this per agent, every watchTick
 	end := time.Duration(r.next+1) * p.Interval
 	if p.Duration > 0 && end >= p.Duration {
 		end = p.Duration + p.Timeout
@@ -180,12 +180,13 @@ func (rn *run) due(r *agentRun) time.Time {
 // by more than silenceLimit; it returns how many it gave up.
 func (rn *run) watchSilence(now time.Time, hooks RunHooks) int {
 	n := 0
+	limit := rn.silenceLimit()
 	for i, r := range rn.agents {
 		if r.done != nil || r.ended || r.err != nil {
 			continue // finished, or its stream's end is awaited with the deadline
 		}
 		due := rn.due(r)
-		if late := now.Sub(due); late > rn.silenceLimit() {
+		if late := now.Sub(due); late > limit {
 			silent := now.Sub(r.lastMsg.Add(rn.stalled)).Round(100 * time.Millisecond)
 			err := fmt.Errorf("agent %s: silent for %v (interval %d overdue by %v; the limit is %d intervals + %v)",
 				r.meta.GetName(), silent, r.next, late.Round(100*time.Millisecond), SilenceIntervals, SilenceGrace)
