@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,25 +9,21 @@ import (
 // RedactedValue replaces the value of a secret header in Redacted's copy.
 const RedactedValue = "[redacted]"
 
-// secretHeaders are the header fields whose values are credentials (RFC
-// 9110 section 11.6.2 Authorization, 11.7.2 Proxy-Authorization; RFC 6265
-// Cookie), in canonical form.
-var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true}
-
 // secretHeaderWords mark, anywhere in a header's lower-case name, the
-// fields that carry credentials by convention rather than by standard:
-// API keys and tokens (X-Api-Key, Api-Key, Ocp-Apim-Subscription-Key,
-// X-Auth-Token, Private-Token, X-Vault-Token, X-Amz-Security-Token),
-// sessions and signatures. A benign field that matches (X-Cache-Key) only
-// loses its value in results.
+// fields whose values are credentials: by standard Authorization and
+// Proxy-Authorization (RFC 9110 sections 11.6.2, 11.7.2) and Cookie (RFC
+// 6265), and by convention API keys and tokens (X-Api-Key, Api-Key,
+// Ocp-Apim-Subscription-Key, X-Auth-Token, Private-Token, X-Vault-Token,
+// X-Amz-Security-Token), sessions and signatures. A benign field that
+// matches (X-Cache-Key) only loses its value in results.
 var secretHeaderWords = []string{"auth", "token", "secret", "key", "passw", "session", "cookie", "signature", "credential"}
 
 // Redacted returns a copy of p with every secret removed, for what outlives
 // the run or leaves the process other than towards the agents: results,
 // logs and errors. The client certificate and key (TLS.CertPEM, KeyPEM)
-// are dropped, and the values of the credential headers (Authorization,
-// Proxy-Authorization, Cookie, and every name holding one of
-// secretHeaderWords; the plan's and the mix's) become
+// are dropped, and the values of the credential headers (every name
+// holding one of secretHeaderWords, such as Authorization, Cookie or
+// X-Api-Key; the plan's and the mix's) become
 // RedactedValue, and so do the password of a URL's user info (the
 // plan's and the mix's, as url.URL.Redacted writes it) and the values of
 // its credential query parameters (secretQuery). A secret field added to
@@ -64,9 +59,6 @@ func redactHeaders(hs []Header) []Header {
 }
 
 func isSecret(h Header) bool {
-	if secretHeaders[http.CanonicalHeaderKey(h.Name)] {
-		return true
-	}
 	name := strings.ToLower(h.Name)
 	return slices.ContainsFunc(secretHeaderWords, func(w string) bool { return strings.Contains(name, w) })
 }
