@@ -180,8 +180,9 @@ func stubProcesses(b *testing.B, n int) []string {
 // agent over its own gRPC connection, the merge of every interval, Done, the
 // result) against N simulated agents in stub processes (stubAgentsPerProcess
 // agents each, at nice stubNice: ServeStubAgentsFromEnv) sending real V2
-// histograms at 1-s intervals (latency and TTFB, about a thousand distinct
-// values each, 20,000 samples: a busy keep-alive agent), for a 30-s window
+// histograms at 1-s intervals (PHALANX_BENCH_AGENTS_INTERVAL; latency and
+// TTFB, about a thousand distinct values each, 20,000 samples: a busy
+// keep-alive agent), for a 30-s window
 // (PHALANX_BENCH_AGENTS_WINDOW), and reports for the coordinator's process
 // alone: %core, its CPU over the window as a share of one core (gRPC, the
 // agents' keepalive pings, decoding, merging, progress); prepare-s, the
@@ -230,7 +231,15 @@ func coordinatorAgents(b *testing.B, n int) {
 		}
 		window = d
 	}
-	p := plan.Plan{URL: "http://127.0.0.1:1/", Connections: n, Duration: window, Interval: time.Second}
+	interval := time.Second
+	if v := os.Getenv(agentsIntervalEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d%time.Second != 0 || window%d != 0 || window/d < 3 {
+			b.Fatalf("%s=%q: want whole seconds dividing the window (%v) at least 3 times", agentsIntervalEnv, v, window)
+		}
+		interval = d
+	}
+	p := plan.Plan{URL: "http://127.0.0.1:1/", Connections: n, Duration: window, Interval: interval}
 	p.SetDefaults()
 	if err := p.Validate(); err != nil {
 		b.Fatal(err)
@@ -316,6 +325,10 @@ func coordinatorAgents(b *testing.B, n int) {
 // agentsWindowEnv sets BenchmarkCoordinatorAgents' measurement window
 // (whole seconds, at least 3 s; default 30 s).
 const agentsWindowEnv = "PHALANX_BENCH_AGENTS_WINDOW"
+
+// agentsIntervalEnv sets the plan's interval (default 1s): a fleet's
+// coordinator cost is per agent-interval.
+const agentsIntervalEnv = "PHALANX_BENCH_AGENTS_INTERVAL"
 
 // windowProfileEnv names a file for a CPU profile of the window alone
 // (from the first interval's merge to the last: what %core measures, the
