@@ -425,11 +425,7 @@ func (p *Plan) Check() (Parsed, error) {
 	if !validToken(p.Method) {
 		bad("method", fmt.Sprintf("%q", p.Method), "want an HTTP method token such as GET, POST, HEAD")
 	}
-	for i, h := range p.Headers {
-		if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
-			bad(fmt.Sprintf("headers[%d]", i), fmt.Sprintf("%q: %q", h.Name, redactHeader(h).Value), "want 'Name: value' with a token name and no line breaks")
-		}
-	}
+	errs = append(errs, headerErrors("headers", p.Headers)...)
 	if p.Connections < 1 {
 		bad("connections", fmt.Sprint(p.Connections), "want at least 1")
 	}
@@ -538,10 +534,10 @@ func ParseTarget(raw string) (Target, error) {
 	if u.User != nil {
 		return Target{}, errors.New("user info in the URL is not supported: send an Authorization header")
 	}
-	if strings.ContainsAny(u.RawQuery, " \t") {
+	if strings.Contains(u.RawQuery, " ") {
 		// The path's are escaped when sent (URL.RequestURI), the query's
 		// would be sent raw and break the request line (RFC 3986 allows
-		// none).
+		// none; url.Parse refuses control characters).
 		return Target{}, errors.New("a space in the query: escape it as %20 or +")
 	}
 	t.Host = u.Hostname()
@@ -557,6 +553,20 @@ func ParseTarget(raw string) (Target, error) {
 	}
 	t.RequestURI = u.RequestURI()
 	return t, nil
+}
+
+// headerErrors checks headers hs (the plan's or a mix request's, named
+// field): a token name and no line break in the value. Each error quotes
+// the header with a credential's value redacted (redactHeader).
+func headerErrors(field string, hs []Header) []error {
+	var errs []error
+	for i, h := range hs {
+		if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
+			errs = append(errs, &FieldError{fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("%q: %q", h.Name, redactHeader(h).Value),
+				"want 'Name: value' with a token name and no line breaks"})
+		}
+	}
+	return errs
 }
 
 // validToken reports whether s is an RFC 9110 token (method, header name).
@@ -594,11 +604,7 @@ func (p *Plan) validateMix(base Target) ([]Target, []error) {
 		if r.Weight < 1 || r.Weight > 1_000_000 {
 			errs = append(errs, &FieldError{field + ".weight", fmt.Sprint(r.Weight), "want 1 to 1000000"})
 		}
-		for j, h := range r.Headers {
-			if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n") {
-				errs = append(errs, &FieldError{fmt.Sprintf("%s.headers[%d]", field, j), fmt.Sprintf("%q: %q", h.Name, redactHeader(h).Value), "want 'Name: value'"})
-			}
-		}
+		errs = append(errs, headerErrors(field+".headers", r.Headers)...)
 	}
 	if len(p.Mix) > MaxMixRequests {
 		errs = append(errs, &FieldError{"mix", fmt.Sprintf("%d requests", len(p.Mix)), fmt.Sprintf("want at most %d", MaxMixRequests)})
