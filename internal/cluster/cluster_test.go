@@ -83,3 +83,59 @@ func TestJoinGivesUpWithContext(t *testing.T) {
 		t.Fatal("Join to a closed port succeeded")
 	}
 }
+
+// TestSmallClusterMetaReachesEveryMember checks that in a cluster of four
+// (three agents and a coordinator, the local timings), every meta update
+// of one member reaches the coordinator within one second, well before a
+// push-pull (15 s) would repair a miss. With memberlist's local
+// retransmission limit (2 × ceil(log10(N+1)) = 2) the first gossip round
+// reached two of the three peers and the coordinator then depended on the
+// others relaying, which missed about one update in 30 (an agent listed
+// draining for up to 15 s after its share ended).
+func TestSmallClusterMetaReachesEveryMember(t *testing.T) {
+	coord, _ := member(t, "coord", pb.Role_ROLE_COORDINATOR)
+	sender, meta := member(t, "agent-1", pb.Role_ROLE_AGENT)
+	for _, name := range []string{"agent-2", "agent-3"} {
+		c, _ := member(t, name, pb.Role_ROLE_AGENT)
+		if _, err := c.Join(context.Background(), []string{coord.Addr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sender.Join(context.Background(), []string{coord.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "four members", func() bool { return len(coord.Members()) == 4 && len(sender.Members()) == 4 })
+	stateAt := func(name string) pb.AgentState {
+		for _, m := range coord.Members() {
+			if m.GetName() == name {
+				return m.GetState()
+			}
+		}
+		return pb.AgentState_AGENT_STATE_UNSPECIFIED
+	}
+	const updates = 60
+	const within = time.Second
+	var missed int
+	for i := range updates {
+		want := pb.AgentState_AGENT_STATE_DRAINING
+		if i%2 == 1 {
+			want = pb.AgentState_AGENT_STATE_IDLE
+		}
+		meta.setState(want)
+		_ = sender.UpdateMeta(0) // 0: do not wait for the broadcast
+		deadline := time.Now().Add(within)
+		for stateAt("agent-1") != want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := stateAt("agent-1"); got != want {
+			missed++
+			t.Errorf("update %d (%v): the coordinator still lists %v after %v", i, want, got, within)
+			for stateAt("agent-1") != want && time.Now().Before(deadline.Add(20*time.Second)) {
+				time.Sleep(50 * time.Millisecond) // a push-pull repairs it
+			}
+		}
+	}
+	if missed > 0 {
+		t.Logf("%d of %d updates missed the coordinator for %v", missed, updates, within)
+	}
+}
