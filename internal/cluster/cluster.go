@@ -33,7 +33,8 @@ type Config struct {
 	// whenever it gossips this node and must not block. Required.
 	Meta func() *pb.NodeMeta
 	// LAN selects memberlist.DefaultLANConfig timings; false selects
-	// DefaultLocalConfig (faster failure detection, for one host and tests).
+	// DefaultLocalConfig (faster failure detection, for one host and tests)
+	// with the LAN RetransmitMult, 4 (see New).
 	LAN bool
 	// Logger receives memberlist's log lines at their level. Default
 	// slog.Default().
