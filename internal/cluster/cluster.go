@@ -169,19 +169,20 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("gossip address %q: bad port", cfg.BindAddr)
 	}
-	mc := memberlist.DefaultLocalConfig()
-	if cfg.LAN {
-		mc = memberlist.DefaultLANConfig()
+	mc := memberlist.DefaultLANConfig()
+	if !cfg.LAN {
+		// The local timings' RetransmitMult of 2 sends a broadcast 2 ×
+		// ceil(log10(N+1)) times: twice in a cluster of up to 9, so one
+		// gossip round (GossipNodes, 3) reached two of a 4-member
+		// cluster's three peers, and the third depended on their
+		// relaying, which missed about one state change in 30 (an agent
+		// listed draining until the next push-pull, up to 15 s;
+		// TestSmallClusterMetaReachesEveryMember). The LAN value, 4,
+		// reaches every peer of a small cluster in the first round.
+		lanRetransmit := mc.RetransmitMult
+		mc = memberlist.DefaultLocalConfig()
+		mc.RetransmitMult = lanRetransmit
 	}
-	// The local timings' RetransmitMult of 2 sends a broadcast 2 ×
-	// ceil(log10(N+1)) times: twice in a cluster of up to 9, so one gossip
-	// round (GossipNodes, 3) reached two of a 4-member cluster's three
-	// peers, and the third depended on their relaying, which missed about
-	// one state change in 30 (an agent listed draining until the next
-	// push-pull, up to 15 s; TestSmallClusterMetaReachesEveryMember).
-	// The LAN value, 4, reaches every peer of a small cluster in the
-	// first round.
-	mc.RetransmitMult = max(mc.RetransmitMult, memberlist.DefaultLANConfig().RetransmitMult)
 	mc.Name = cfg.Name
 	if cfg.DeadNodeReclaimTime <= 0 {
 		cfg.DeadNodeReclaimTime = DeadNodeReclaimLocal
