@@ -388,7 +388,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			case <-a.gossipState:
-				if err := a.cluster.UpdateMeta(time.Second); err != nil {
+				// A timeout is routine in a large cluster (the
+				// broadcast's retransmissions outlast it); a dropped
+				// update leaves peers listing the old state.
+				if err := a.cluster.UpdateMeta(time.Second); errors.Is(err, cluster.ErrMetaDropped) {
+					a.log.Warn("gossip state", "err", err)
+				} else if err != nil {
 					a.log.Debug("gossip state", "err", err)
 				}
 			}

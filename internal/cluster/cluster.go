@@ -129,6 +129,14 @@ type Cluster struct {
 	restarted    map[string]bool
 	kick         chan struct{} // signalled (never blocking) when restarted grows
 
+	// served is the meta the delegate last gave memberlist, applied the
+	// meta memberlist's own state holds for this member (copied in its
+	// event callbacks); guarded by mu. They differ after an update
+	// memberlist dropped (UpdateMeta).
+	served, applied []byte
+	// updateNode is memberlist's UpdateNode (replaced by tests).
+	updateNode func(timeout time.Duration) error
+
 	// keyMu serializes keyring changes and the key file's rewrites.
 	keyMu sync.Mutex
 
@@ -238,6 +246,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	rand.Read(c.instance)
 	mc.Delegate = &delegate{c: c, meta: cfg.Meta, logger: cfg.Logger}
+	c.updateNode = func(timeout time.Duration) error { return c.ml.UpdateNode(timeout) }
 	mc.Events = &events{c: c}
 	mc.Ping = &pings{c: c}
 	c.logw = newLogWriter(cfg.Logger.With("subsystem", "memberlist"), time.Now)
@@ -535,6 +544,9 @@ func (c *Cluster) setMember(n *memberlist.Node) {
 	addr := net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
 	c.mu.Lock()
 	c.addrs[n.Name] = addr
+	if n.Name == c.cfg.Name {
+		c.applied = bytes.Clone(n.Meta)
+	}
 	c.mu.Unlock()
 	m := &pb.NodeMeta{}
 	if err := proto.Unmarshal(n.Meta, m); err != nil {
@@ -555,9 +567,38 @@ func (c *Cluster) setMember(n *memberlist.Node) {
 	}
 }
 
-// UpdateMeta gossips the member's new meta (as returned by Config.Meta).
+// metaUpdates bounds UpdateMeta's updates for one call.
+const metaUpdates = 3
+
+// ErrMetaDropped is UpdateMeta's error when memberlist dropped each of its
+// metaUpdates updates: peers still list this member's older meta.
+var ErrMetaDropped = fmt.Errorf("gossip meta: memberlist dropped the update %d times (its state keeps an older meta)", metaUpdates)
+
+// UpdateMeta gossips the member's new meta (as returned by Config.Meta) and
+// waits up to timeout for its broadcast to be sent (0: until it is, as
+// memberlist's UpdateNode does).
+//
+// memberlist's UpdateNode draws the update's incarnation number before it
+// takes its node lock: a refutation of a suspicion made in between takes a
+// higher one, with the old meta, and memberlist then drops the update as
+// older than its own state. Nothing would gossip the new meta until the next
+// one (push/pulls carry the old meta too), and peers would list this member
+// in its old state. So UpdateMeta checks that memberlist's state holds the
+// meta it served and, if not, updates again, up to metaUpdates times.
+// Errors: memberlist's ("timeout waiting for update broadcast") once its
+// state holds the meta, or ErrMetaDropped.
 func (c *Cluster) UpdateMeta(timeout time.Duration) error {
-	return c.ml.UpdateNode(timeout)
+	var err error
+	for range metaUpdates {
+		err = c.updateNode(timeout)
+		c.mu.Lock()
+		applied := bytes.Equal(c.served, c.applied)
+		c.mu.Unlock()
+		if applied {
+			return err
+		}
+	}
+	return ErrMetaDropped
 }
 
 // Leave announces departure and waits up to timeout, then shuts down. It is
@@ -627,8 +668,11 @@ func (d *delegate) NodeMeta(limit int) []byte {
 	b, err := proto.Marshal(d.meta())
 	if err != nil || len(b) > limit {
 		d.logger.Error("node meta too large or unencodable", "bytes", len(b), "limit", limit, "err", err)
-		return nil
+		b = nil
 	}
+	d.c.mu.Lock()
+	d.c.served = bytes.Clone(b)
+	d.c.mu.Unlock()
 	return b
 }
 func (d *delegate) NotifyMsg([]byte)                {}

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -75,6 +77,61 @@ func TestMembershipAndMeta(t *testing.T) {
 	waitFor(t, "agent gone", func() bool { return len(coord.Members()) == 1 })
 }
 
+// TestUpdateMetaRedoesADroppedUpdate plays memberlist's dropped update:
+// UpdateNode serves the new meta, but a refutation made between drawing
+// its incarnation and taking the node lock keeps the old meta in
+// memberlist's state, and UpdateNode only times out. UpdateMeta must see
+// that the state does not hold the meta served and update again, so the
+// coordinator lists the new state; without that, only the next state
+// change would gossip it (push/pulls carry the old meta too). A member
+// whose every update is dropped gets an error that says so.
+func TestUpdateMetaRedoesADroppedUpdate(t *testing.T) {
+	coord, _ := member(t, "coord", pb.Role_ROLE_COORDINATOR)
+	agent, meta := member(t, "agent-1", pb.Role_ROLE_AGENT)
+	if _, err := agent.Join(context.Background(), []string{coord.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two members", func() bool { return len(coord.Members()) == 2 })
+	real := agent.updateNode
+	var calls int
+	drop := func(time.Duration) error {
+		agent.mc.Delegate.NodeMeta(memberlist.MetaMaxSize) // served, never applied
+		return errors.New("timeout waiting for update broadcast")
+	}
+	agent.updateNode = func(timeout time.Duration) error {
+		calls++
+		if calls == 1 {
+			return drop(timeout)
+		}
+		return real(timeout)
+	}
+	meta.setState(pb.AgentState_AGENT_STATE_RUNNING)
+	if err := agent.UpdateMeta(time.Second); err != nil {
+		t.Fatalf("UpdateMeta after one dropped update: %v", err)
+	}
+	if calls != 2 {
+		t.Fatalf("UpdateMeta called UpdateNode %d times, want 2 (one dropped, one applied)", calls)
+	}
+	deadline := time.Now().Add(3 * time.Second) // push/pulls are 15 s apart
+	for coord.Members()[0].GetState() != pb.AgentState_AGENT_STATE_RUNNING {
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator still lists agent-1 %v after its dropped update was redone", coord.Members()[0].GetState())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	calls = 0
+	agent.updateNode = func(timeout time.Duration) error { calls++; return drop(timeout) }
+	meta.setState(pb.AgentState_AGENT_STATE_DRAINING)
+	err := agent.UpdateMeta(time.Second)
+	if err == nil || !errors.Is(err, ErrMetaDropped) {
+		t.Fatalf("UpdateMeta with every update dropped: err = %v", err)
+	}
+	if calls != metaUpdates {
+		t.Fatalf("UpdateMeta called UpdateNode %d times, want %d", calls, metaUpdates)
+	}
+}
+
 func TestJoinGivesUpWithContext(t *testing.T) {
 	c, _ := member(t, "lonely", pb.Role_ROLE_AGENT)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -122,7 +179,7 @@ func TestSmallClusterMetaReachesEveryMember(t *testing.T) {
 			want = pb.AgentState_AGENT_STATE_IDLE
 		}
 		meta.setState(want)
-		_ = sender.UpdateMeta(0) // 0: do not wait for the broadcast
+		_ = sender.UpdateMeta(time.Second)
 		deadline := time.Now().Add(within)
 		for stateAt("agent-1") != want && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
