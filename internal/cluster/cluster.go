@@ -716,16 +716,31 @@ var gossipKeyHints = []struct{ match, hint string }{
 	{"no installed keys could decrypt",
 		"gossip key mismatch: this member and the peer share no key " +
 			"(check --gossip-key-file on both; coordctl keyring list shows each member's keys)"},
+	{"with unacceptable label",
+		"cluster label mismatch: the peer's --cluster-label differs from this member's " +
+			"(members with different labels never merge; give every member the same label)"},
 }
 
+// joinEOFHint is the hint for a join whose peer closed the stream without
+// a word (memberlist's "failed to join ADDR: EOF"): what a peer with another
+// cluster label does (it only logs "discarding stream with unacceptable
+// label"), and what a peer that is no gossip port may do.
+const joinEOFHint = "the peer closed the connection without answering: it may have another " +
+	"--cluster-label (its log then says \"unacceptable label\"; every member needs the same one), " +
+	"or the address is not a gossip port"
+
 // keyHint returns the attributes ("hint", ...) of gossipKeyHints for a
-// memberlist message that means a gossip key mismatch, else none.
+// memberlist message that means a gossip key or cluster label mismatch
+// (joinEOFHint for a join the peer closed without a word), else none.
 func keyHint(msg string) []any {
 	msg = strings.ToLower(msg)
 	for _, h := range gossipKeyHints {
 		if strings.Contains(msg, h.match) {
 			return []any{"hint", h.hint}
 		}
+	}
+	if strings.Contains(msg, "failed to join") && strings.HasSuffix(msg, ": eof") {
+		return []any{"hint", joinEOFHint}
 	}
 	return nil
 }
@@ -776,7 +791,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	for _, key := range []string{" from=", " addr="} {
 		if i := strings.LastIndex(line, key); i >= 0 && !strings.Contains(line[i+len(key):], " ") {
 			attrs = append(attrs, "peer", line[i+len(key):])
-			line = strings.TrimSpace(line[:i])
+			line = strings.TrimSuffix(strings.TrimSpace(line[:i]), ":") // "...label \"x\": from=ADDR"
 			break
 		}
 	}

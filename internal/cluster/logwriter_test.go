@@ -58,6 +58,23 @@ func TestLogWriterRepeatsAndHints(t *testing.T) {
 // errors (its own closed sockets, peers stopping at the same time) are
 // logged at DEBUG, so a clean stop logs no ERROR; before, they keep their
 // level.
+// TestLogWriterLabelMismatch checks memberlist's line for a stream with
+// another cluster label: its peer is an attribute, the message keeps no
+// dangling colon, and the hint names --cluster-label.
+func TestLogWriterLabelMismatch(t *testing.T) {
+	var buf bytes.Buffer
+	w := newLogWriter(slog.New(slog.NewTextHandler(&buf, nil)), time.Now)
+	if _, err := w.Write([]byte(`[ERR] memberlist: discarding stream with unacceptable label "staging": from=127.0.0.1:50122` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	for _, want := range []string{`msg="discarding stream with unacceptable label \"staging\""`, "peer=127.0.0.1:50122", "--cluster-label"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line lacks %q: %s", want, line)
+		}
+	}
+}
+
 func TestLogWriterClosing(t *testing.T) {
 	var buf bytes.Buffer
 	w := newLogWriter(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), time.Now)
@@ -95,6 +112,18 @@ func TestKeyHint(t *testing.T) {
 		if len(got) != 2 || !strings.Contains(got[1].(string), c.want) || !strings.Contains(got[1].(string), "--gossip-key-file") {
 			t.Errorf("keyHint(%q) = %v, want a hint saying %q", c.msg, got, c.want)
 		}
+	}
+	for _, c := range []struct{ msg, want string }{
+		{`[ERR] memberlist: discarding stream with unacceptable label "staging": from=127.0.0.1:50122`, "cluster label mismatch"},
+		{"failed to join 127.0.0.1:7946: EOF", "another --cluster-label"},
+	} {
+		got := keyHint(c.msg)
+		if len(got) != 2 || !strings.Contains(got[1].(string), c.want) {
+			t.Errorf("keyHint(%q) = %v, want a hint saying %q", c.msg, got, c.want)
+		}
+	}
+	if got := keyHint("failed to join 127.0.0.1:7946: read: EOF but more"); got != nil {
+		t.Errorf("keyHint(EOF mid-message) = %v, want none", got)
 	}
 	if got := keyHint("failed to join 127.0.0.1:7946: dial tcp 127.0.0.1:7946: connect: connection refused"); got != nil {
 		t.Errorf("keyHint(connection refused) = %v, want none", got)
