@@ -287,3 +287,29 @@ func TestAgentPortIsNotACoordinator(t *testing.T) {
 		t.Errorf("target counted %d requests; want 0", n)
 	}
 }
+
+// TestRunUnreachableTargetPrintsNoHeader checks that a run whose agents
+// cannot connect to the target prints its error alone: stdout stays empty
+// (no "Running … test @" header for a test that never ran), and stderr
+// names the target and the refusal. A run that measured prints the header
+// once, first.
+func TestRunUnreachableTargetPrintsNoHeader(t *testing.T) {
+	env := newTestEnv(t, 1)
+	code, stdout, stderr := runCLI("--coordinator", env.coord, "run", "-c1", "-d1", "--insecure", "https://127.0.0.1:1/")
+	if code == 0 {
+		t.Fatalf("run against 127.0.0.1:1 exited 0: %s", stdout)
+	}
+	if stdout != "" {
+		t.Errorf("stdout of a run that never started = %q, want nothing", stdout)
+	}
+	if !strings.Contains(stderr, "127.0.0.1:1") || !strings.Contains(stderr, "refused") {
+		t.Errorf("stderr = %q, want the target and the refusal", stderr)
+	}
+	code, stdout, stderr = runCLI("--coordinator", env.coord, "run", "-c1", "-d1", "--cacert", env.caFile, env.url)
+	if code != 0 {
+		t.Fatalf("run against the target: exit %d: %s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "Running 1s test @ "+env.url) || strings.Count(stdout, "Running ") != 1 {
+		t.Errorf("stdout of a measured run does not start with its one header:\n%s", stdout)
+	}
+}

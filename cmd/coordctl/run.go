@@ -129,7 +129,12 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			req.AgentIntervals = rc.agentIntervals
 			res, err := submit(ctx, client, co.addr, req, stderr, func(id string) {
 				st.setRunID(id)
-				sum.accepted(rc.agents) // at RunAccepted, before any progress
+				// The header waits for the first interval: a run that fails
+				// while its agents connect prints its error alone, not a
+				// "Running … test @" header for a test that never ran.
+				if len(rc.points) > 0 {
+					sum.accepted(rc.agents)
+				}
 			}, rc)
 			st.close()
 			stderr.done() // the report or an error follows
