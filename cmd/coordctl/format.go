@@ -32,7 +32,8 @@ func (f *summaryFormat) Set(s string) error {
 }
 
 // summary prints a run's summary on stdout in one format: the text
-// header once the run is accepted, then the report at its end.
+// header once the run's first interval arrived, then the report at its end
+// (with the header, if none was printed).
 type summary struct {
 	w       io.Writer
 	format  summaryFormat

@@ -6,8 +6,8 @@ import (
 )
 
 // TestHeaderBeforeProgress: the text report's "Running ... @ URL" header
-// is printed once, when the run starts, before the progress lines, as wrk
-// prints it; the rest of the report follows them.
+// is printed once, with the run's first interval, before the progress
+// lines, as wrk prints it; the rest of the report follows them.
 func TestHeaderBeforeProgress(t *testing.T) {
 	env := newTestEnv(t, 1)
 	var out lockedBuffer // stdout and stderr: their lines in the order written
