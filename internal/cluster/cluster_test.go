@@ -112,19 +112,16 @@ func TestUpdateMetaRedoesADroppedUpdate(t *testing.T) {
 	if calls != 2 {
 		t.Fatalf("UpdateMeta called UpdateNode %d times, want 2 (one dropped, one applied)", calls)
 	}
-	deadline := time.Now().Add(3 * time.Second) // push/pulls are 15 s apart
-	for coord.Members()[0].GetState() != pb.AgentState_AGENT_STATE_RUNNING {
-		if time.Now().After(deadline) {
-			t.Fatalf("the coordinator still lists agent-1 %v after its dropped update was redone", coord.Members()[0].GetState())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// waitFor's 10 s end before the first push/pull (15 s) could repair it.
+	waitFor(t, "the redone update at the coordinator", func() bool {
+		return coord.Members()[0].GetState() == pb.AgentState_AGENT_STATE_RUNNING
+	})
 
 	calls = 0
 	agent.updateNode = func(timeout time.Duration) error { calls++; return drop(timeout) }
 	meta.setState(pb.AgentState_AGENT_STATE_DRAINING)
 	err := agent.UpdateMeta(time.Second)
-	if err == nil || !errors.Is(err, ErrMetaDropped) {
+	if !errors.Is(err, ErrMetaDropped) {
 		t.Fatalf("UpdateMeta with every update dropped: err = %v", err)
 	}
 	if calls != metaUpdates {
