@@ -181,6 +181,7 @@ func (rn *run) agentRow(r *agentRun) *pb.AgentResult {
 		Rtt:         durationpb.New(r.rtt),
 		CpuList:     r.ready.GetCpuList(),
 		Missed:      r.counters.Missed,
+		ClientLate:  r.counters.ClientLate,
 		Rate:        r.share.Rate,
 		Lost:        r.lost,
 		Provenance:  r.ready.GetProvenance(),

@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/plan"
 	"github.com/phalanxload/phalanx/internal/report"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -155,9 +154,10 @@ const barWidth = 20
 // follows report's client-bound rule (docs/design.md, invariant 6) applied
 // to the interval: an agent over report.ClientBusyLimit busy, or in open
 // loop more than report.ClientMissedLimit of the interval's sends missed
-// by the agents' own scheduling (missed − backlogged) or, without a
-// backlog, its send lateness p99 over report.LatenessLimit. (The
-// run-queue delay is judged on the window only.)
+// by the agents' own scheduling (missed − backlogged) or left more than
+// report.LatenessLimit late by their own delay (client_late; a wait for a
+// busy connection never counts). (The run-queue delay is judged on the
+// window only.)
 func (v *progressView) statusLine(pr *pb.Progress) string {
 	pt := pr.GetPoint()
 	elapsed := pt.GetStart().AsDuration() + pt.GetLength().AsDuration()
@@ -205,14 +205,10 @@ func (v *progressView) clientBound(pr *pb.Progress) string {
 		scheduled := pr.GetRequests() + pr.GetErrors() + c.GetUnsent()
 		// Sends late for a free connection (backlogged) are the server's.
 		late := pt.GetMissed() - c.GetBacklogged()
-		backlog := float64(c.GetBacklogged()) > report.ClientMissedLimit*float64(scheduled)
 		if scheduled > 0 && float64(late) > report.ClientMissedLimit*float64(scheduled) {
 			why = append(why, fmt.Sprintf("%.1f%% missed", 100*float64(late)/float64(scheduled)))
-		}
-		if l := pt.GetLateness(); len(l) > 0 && !backlog {
-			if h, err := hist.Decode(l); err == nil && h.Count() > 0 && h.ValueAtPercentile(99) > report.LatenessLimit.Microseconds() {
-				why = append(why, fmt.Sprintf("send lateness p99 %s", report.FormatMicros(float64(h.ValueAtPercentile(99)))))
-			}
+		} else if scheduled > 0 && float64(c.GetClientLate()) > report.ClientMissedLimit*float64(scheduled) {
+			why = append(why, fmt.Sprintf("%.1f%% sent over %s late", 100*float64(c.GetClientLate())/float64(scheduled), report.FormatMicros(float64(report.LatenessLimit.Microseconds()))))
 		}
 	}
 	return strings.Join(why, ", ")

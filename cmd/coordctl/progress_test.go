@@ -41,9 +41,14 @@ func TestStatusLine(t *testing.T) {
 		return &pb.Progress{Index: idx, Requests: reqs, Errors: errs, P99Us: p99, Interval: durationpb.New(time.Second), Point: pt}
 	}
 	// backlogged gives pr's interval n sends late for a free connection
-	// (the server's backlog): neither missed nor lateness then flag it.
+	// (the server's backlog): neither missed nor lateness then flag it;
+	// counters gives it counters.
 	backlogged := func(p *pb.Progress, n int64) *pb.Progress {
 		p.Counters = &pb.Counters{Backlogged: n}
+		return p
+	}
+	counters := func(p *pb.Progress, c *pb.Counters) *pb.Progress {
+		p.Counters = c
 		return p
 	}
 	for _, c := range []struct {
@@ -80,9 +85,15 @@ func TestStatusLine(t *testing.T) {
 		{"missed closed loop", plan.Plan{Duration: 4 * time.Second},
 			[]*pb.Progress{pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Missed: 5})},
 			nil, []string{"CLIENT-BOUND"}},
-		{"lateness", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
-			[]*pb.Progress{pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Lateness: lateness})},
-			[]string{"CLIENT-BOUND: send lateness p99 5"}, nil},
+		{"lateness of queued sends", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
+			[]*pb.Progress{counters(pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Lateness: lateness}), &pb.Counters{Queued: 100})},
+			nil, []string{"CLIENT-BOUND"}},
+		{"client-late", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
+			[]*pb.Progress{counters(pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2, Lateness: lateness}), &pb.Counters{ClientLate: 2})},
+			[]string{"CLIENT-BOUND: 2.0% sent over 1.00ms late"}, nil},
+		{"client-late at the limit", plan.Plan{Duration: 4 * time.Second, Load: plan.OpenLoop},
+			[]*pb.Progress{counters(pr(0, 100, 0, 300, &pb.TimelinePoint{Agents: 2}), &pb.Counters{ClientLate: 1})},
+			nil, []string{"CLIENT-BOUND"}},
 	} {
 		v := newProgressView(io.Discard, c.p, false)
 		v.accepted(&pb.RunAccepted{Agents: 2})

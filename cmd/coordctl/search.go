@@ -246,7 +246,7 @@ func parseRange(s string) (from, to float64, err error) {
 // outcomeOf reads a step's outcome from its run's report.
 func outcomeOf(rep *report.Report) search.Outcome {
 	o := search.Outcome{RunID: rep.RunID, AchievedRPS: rep.RPS, ClientBound: rep.ClientBound, ClientBoundReasons: rep.ClientBoundReasons,
-		ServerBound: rep.ServerBound, ServerBoundReasons: rep.ServerBoundReasons, AgentDemand: map[string]float64{}, AgentMissed: map[string]int64{}}
+		ServerBound: rep.ServerBound, ServerBoundReasons: rep.ServerBoundReasons, AgentDemand: map[string]float64{}, AgentClientLate: map[string]int64{}}
 	if l := rep.Latency; l != nil {
 		o.P50Us, o.P99Us, o.P999Us = l.P50, l.P99, l.P999
 	}
@@ -262,7 +262,7 @@ func outcomeOf(rep *report.Report) search.Outcome {
 	}
 	for _, a := range rep.AgentRows {
 		o.AgentDemand[a.Name] = a.CPUUtil + a.CPUWait
-		o.AgentMissed[a.Name] = a.Missed
+		o.AgentClientLate[a.Name] = a.ClientLate
 	}
 	return o
 }

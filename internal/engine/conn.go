@@ -260,6 +260,11 @@ type outcome struct {
 	hops     int64
 	hopConns []*connInfo
 	entry    int // the request's index in the mix
+
+	// queued: the slot was still busy at the intended time (free after
+	// it); clientLate: the send left more than measure.ClientLateLimit
+	// after both (the client's own delay).
+	queued, clientLate bool
 	// follow: a connection-rate connection's request after its first,
 	// sent at once (not paced: no lateness, never missed).
 	follow bool
@@ -366,10 +371,7 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 	if w.open && !o.follow {
 		o.paced = true
 		e.noteStage(t0, o.sent)
-		if o.sent.Sub(t0) > MissThreshold {
-			o.missed = true
-			o.backlogged = o.sent.Sub(maxTime(t0, o.free)) <= MissThreshold
-		}
+		o.classifyLate(t0)
 	}
 	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 		if !inWindow {
@@ -493,6 +495,22 @@ func (e *Engine) grow(w *worker) bool {
 	return true
 }
 
+// classifyLate judges paced send o, intended at t0, by its lateness: it
+// waited for its busy connection (queued: the slot freed after t0), it
+// left more than measure.ClientLateLimit after both t0 and that freeing
+// (clientLate: the client's own delay), it left more than MissThreshold
+// after t0 (missed), and then whether its connection freed less than
+// MissThreshold before it left (backlogged: late for the connection).
+func (o *outcome) classifyLate(t0 time.Time) {
+	ready := maxTime(t0, o.free)
+	o.queued = o.free.After(t0)
+	o.clientLate = o.sent.Sub(ready) > measure.ClientLateLimit
+	if o.sent.Sub(t0) > MissThreshold {
+		o.missed = true
+		o.backlogged = o.sent.Sub(ready) <= MissThreshold
+	}
+}
+
 // recordSide records, for a request still in flight when the window
 // closed, what it did besides its outcome: the connection it opened and
 // its retry, which are real even though the request is not counted.
@@ -522,6 +540,12 @@ func (r *recorder) record(k int, o *outcome) {
 		if o.backlogged {
 			cnt.Backlogged++
 		}
+	}
+	if o.queued {
+		cnt.Queued++
+	}
+	if o.clientLate {
+		cnt.ClientLate++
 	}
 	if o.paced && k >= 0 {
 		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))

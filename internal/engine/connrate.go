@@ -94,10 +94,7 @@ func handshakeOnly(e *Engine, c rateConn, t0 time.Time, inWindow bool, free *tim
 	e.noteSend(o.sent)
 	o.paced = true
 	e.noteStage(t0, o.sent)
-	if o.sent.Sub(t0) > MissThreshold {
-		o.missed = true
-		o.backlogged = o.sent.Sub(maxTime(t0, o.free)) <= MissThreshold
-	}
+	o.classifyLate(t0)
 	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 		if o.failed && inWindow {
 			t.inFlight.Add(1)

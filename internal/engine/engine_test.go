@@ -370,6 +370,13 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	if res.Issued > 10 {
 		t.Fatalf("issued %d: 2 connections held 400 ms each cannot send more than about 6 in 1 s", res.Issued)
 	}
+	// Each send after the first two left when its connection freed: it
+	// queued, and its lateness is no delay of the client's (each left at
+	// once after the response before it; one preemption of the test's
+	// goroutine for over 1 ms on a loaded machine is allowed for).
+	if total.Queued < late.Count()-2 || total.ClientLate > 1 {
+		t.Errorf("queued %d, client-late %d of %d sends: want every send but the first two queued, none client-late", total.Queued, total.ClientLate, late.Count())
+	}
 	if total.Missed < 200-res.Issued {
 		t.Fatalf("missed %d, issued %d: the %d scheduled requests must be issued or missed", total.Missed, res.Issued, 200)
 	}

@@ -118,3 +118,33 @@ func TestFirstActivation(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyLate: a paced send's lateness is judged against both its
+// intended time and its connection's freeing: a wait for a busy
+// connection queues it (and, over MissThreshold, backlogs it) but never
+// makes it client-late; a delay after both is the client's.
+func TestClassifyLate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name                                   string
+		free, sent                             time.Duration // from t0
+		queued, clientLate, missed, backlogged bool
+	}{
+		{"on time", -ms, 20 * time.Microsecond, false, false, false, false},
+		{"own delay at the limit", -ms, ms, false, false, false, false},
+		{"own delay over the limit", -ms, ms + time.Microsecond, false, true, false, false},
+		{"own delay over the miss threshold", -ms, 6 * ms, false, true, true, false},
+		{"waited 3 ms for its connection", 3 * ms, 3*ms + 10*time.Microsecond, true, false, false, false},
+		{"waited 8 ms for its connection", 8 * ms, 8*ms + 10*time.Microsecond, true, false, true, true},
+		{"waited 2 ms, then 2 ms of its own", 2 * ms, 4 * ms, true, true, false, false},
+		{"waited 2 ms, then 6 ms of its own", 2 * ms, 8 * ms, true, true, true, false},
+	} {
+		o := outcome{free: t0.Add(c.free), sent: t0.Add(c.sent)}
+		o.classifyLate(t0)
+		if o.queued != c.queued || o.clientLate != c.clientLate || o.missed != c.missed || o.backlogged != c.backlogged {
+			t.Errorf("%s: queued %v, client-late %v, missed %v, backlogged %v; want %v, %v, %v, %v", c.name,
+				o.queued, o.clientLate, o.missed, o.backlogged, c.queued, c.clientLate, c.missed, c.backlogged)
+		}
+	}
+}

@@ -1,6 +1,19 @@
 package measure
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
+
+// ClientLateLimit is how late after both its intended time and its
+// connection's freeing an open-loop send may leave before it counts as
+// ClientLate: the agent's own delay at which its lateness becomes a
+// visible part of a latency checked against a millisecond-scale
+// objective. The engine's precise pacer stays well under it on an agent
+// below 90 % CPU (its lateness p99 is tens to hundreds of microseconds:
+// README, Performance); a starved agent exceeds it. More than 1 % of the
+// sends over it flag a run client-bound (report.LatenessLimit).
+const ClientLateLimit = time.Millisecond
 
 // MaxStatus bounds the status codes counted individually: a final status
 // outside [100, MaxStatus) is a protocol error (ErrProtocol), never a
@@ -92,6 +105,17 @@ type Counts struct {
 	// of Missed). Only a worker that may grow (a cap above its
 	// connections, or a connection rate) counts them.
 	GrowthRefused int64
+	// Queued counts the open-loop sends whose connection was still busy at
+	// their intended time (its previous response not yet read), so that
+	// they left when it freed: their lateness is the wait for a
+	// connection, the server's (or too few connections'), not the
+	// client's. Over MissThreshold, such a send is also Backlogged.
+	Queued int64
+	// ClientLate counts the open-loop sends that left more than
+	// ClientLateLimit after both their intended time and their
+	// connection's freeing: the client's own delay (a late timer wake, a
+	// starved CPU), which a wait for a busy connection never adds to.
+	ClientLate int64
 	// TLS counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
 	// the first.
@@ -124,6 +148,8 @@ func (c *Counts) Add(o *Counts) {
 	c.Backlogged += o.Backlogged
 	c.Unsent += o.Unsent
 	c.GrowthRefused += o.GrowthRefused
+	c.Queued += o.Queued
+	c.ClientLate += o.ClientLate
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesRefused += o.HandshakesRefused
 	c.HandshakesResumed += o.HandshakesResumed

@@ -1,8 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
-	"time"
+	"slices"
+	"strings"
+
+	"github.com/phalanxload/phalanx/internal/measure"
 )
 
 // Client-bound thresholds (docs/design.md, invariant 6): ClientBusyLimit
@@ -21,15 +25,16 @@ const (
 	ClientMissedLimit = 0.01
 )
 
-// LatenessLimit is the open-loop send lateness p99 above which a run is
-// flagged client-bound, unless the lateness is a backlog's (more than
-// ClientMissedLimit of the sends found every connection busy: then it is
-// the server's): beyond it the tool's own delay is a visible part
-// of the latency a user checks against a millisecond-scale objective. The
-// engine's precise pacer keeps p99 well under it on an agent below 90 %
-// CPU (bench/README.md, "Measured design choices"); a starved agent
-// exceeds it.
-const LatenessLimit = time.Millisecond
+// LatenessLimit is how late an open-loop send may leave by the agent's
+// own delay (after both its intended time and its connection's freeing)
+// before it counts as client-late (measure.ClientLateLimit, which the
+// engine applies; this is the same value): beyond it the tool's own delay
+// is a visible part of the latency a user checks against a
+// millisecond-scale objective. More than ClientMissedLimit of the sends
+// client-late flag the run client-bound. A wait for a busy connection
+// never counts: that lateness is the server's (or too few connections'),
+// and is in the latency by design.
+const LatenessLimit = measure.ClientLateLimit
 
 // scheduled returns the open-loop sends the schedule had due in the
 // window: those issued and those never sent (Missed counts both). A
@@ -57,7 +62,8 @@ func (r *Report) scheduled() int64 {
 }
 
 // flagBound names what limited the run: the client (ClientBound, each
-// reason naming its agent where it is one agent's) or, failing that, the
+// reason naming its agent, or for late sends the agents with client-late
+// ones: clientLateAgents) or, failing that, the
 // server (ServerBound: a backlog at the connection cap while the agents
 // were not the limit). Neither is set for a run limited by neither.
 func (r *Report) flagBound() {
@@ -78,19 +84,29 @@ func (r *Report) flagBound() {
 		sends = "connection starts"
 	}
 	backlog := r.Mode == "open" && scheduled > 0 && float64(r.Backlogged) > ClientMissedLimit*float64(scheduled)
-	if late := r.Missed - r.Backlogged; r.Mode == "open" && scheduled > 0 && float64(late) > ClientMissedLimit*float64(scheduled) {
-		reason := fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late", late, scheduled, sends, 100*float64(late)/float64(scheduled))
-		if r.Unsent > r.Backlogged {
-			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late or never (%d late, %d never sent)",
-				late, scheduled, sends, 100*float64(late)/float64(scheduled), late-r.Unsent, r.Unsent)
+	if r.Mode == "open" && scheduled > 0 {
+		// Sends late by the agents' own delay, not for a busy connection:
+		// over 5 ms (missed, unsent included), else over 1 ms (client-late).
+		var reason string
+		if late := r.Missed - r.Backlogged; float64(late) > ClientMissedLimit*float64(scheduled) {
+			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late", late, scheduled, sends, 100*float64(late)/float64(scheduled))
+			if r.Unsent > r.Backlogged {
+				reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late or never (%d late, %d never sent)",
+					late, scheduled, sends, 100*float64(late)/float64(scheduled), late-r.Unsent, r.Unsent)
+			}
+			if r.Backlogged > 0 {
+				reason += " by the agents' own scheduling"
+			}
+		} else if float64(r.ClientLate) > ClientMissedLimit*float64(scheduled) {
+			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) left over %s late by the agents' own delay", r.ClientLate, scheduled, sends,
+				100*float64(r.ClientLate)/float64(scheduled), fmtUs(float64(LatenessLimit.Microseconds())))
 		}
-		if r.Backlogged > 0 {
-			reason += " by the agents' own scheduling"
+		if reason != "" {
+			if who := r.clientLateAgents(); who != "" {
+				reason += " (" + who + ")"
+			}
+			r.ClientBoundReasons = append(r.ClientBoundReasons, reason)
 		}
-		r.ClientBoundReasons = append(r.ClientBoundReasons, reason)
-	}
-	if l := r.SendLatenessUs; r.Mode == "open" && !backlog && l != nil && l.P99 > LatenessLimit.Microseconds() {
-		r.ClientBoundReasons = append(r.ClientBoundReasons, fmt.Sprintf("send lateness p99 %s exceeds %s", fmtUs(float64(l.P99)), fmtUs(float64(LatenessLimit.Microseconds()))))
 	}
 	r.ClientBound = len(r.ClientBoundReasons) > 0
 	if backlog && !r.ClientBound {
@@ -102,4 +118,26 @@ func (r *Report) flagBound() {
 			r.Backlogged, scheduled, sends, 100*float64(r.Backlogged)/float64(scheduled), r.Unsent, 100*busy))
 		r.ServerBound = true
 	}
+}
+
+// clientLateAgents names the agents with client-late sends (Agent.ClientLate),
+// the most first, at most three and how many more: "agent a's 80, agent
+// b's 4"; "" when no agent row counts any (agents of a build before the
+// count).
+func (r *Report) clientLateAgents() string {
+	rows := slices.Clone(r.AgentRows)
+	rows = slices.DeleteFunc(rows, func(a Agent) bool { return a.ClientLate == 0 })
+	slices.SortStableFunc(rows, func(a, b Agent) int { return cmp.Compare(b.ClientLate, a.ClientLate) })
+	var names []string
+	for i, a := range rows {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("%d more agents", len(rows)-3))
+			break
+		}
+		names = append(names, fmt.Sprintf("agent %s's %d", a.Name, a.ClientLate))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "over " + fmtUs(float64(LatenessLimit.Microseconds())) + " late by their own delay: " + strings.Join(names, ", ")
 }

@@ -81,6 +81,8 @@ func Build(r *Run) (*Report, error) {
 		Unsent:                c.Unsent,
 		Backlogged:            c.Backlogged,
 		GrowthRefused:         c.GrowthRefused,
+		Queued:                c.Queued,
+		ClientLate:            c.ClientLate,
 	}
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
@@ -179,7 +181,7 @@ func Build(r *Run) (*Report, error) {
 			Errors: a.Errors, InFlight: a.InFlight, CPUs: a.CPUs,
 			ClockOffsetUs: us(a.ClockOffset), RTTUs: us(a.RTT),
 			StartOffsetUs: us(a.StartOffset), StartOffsetUnknown: a.StartOffsetUnknown, Error: a.Error,
-			CPUList: a.CPUList, Missed: a.Missed, CPUWaitS: a.CPUWait.Seconds(),
+			CPUList: a.CPUList, Missed: a.Missed, ClientLate: a.ClientLate, CPUWaitS: a.CPUWait.Seconds(),
 		}
 		ran := window // an agent's rates are over the time its own load ran
 		if a.Ran > 0 {

@@ -175,11 +175,14 @@ type AgentRun struct {
 	Connections                int64
 	Requests, Errors, InFlight int64
 	Missed                     int64
-	CPUTime                    time.Duration
-	CPUWait                    time.Duration // run-queue delay, summed over threads
-	CPUs                       int32
-	CPUList                    string
-	ClockOffset, RTT           time.Duration
+	// ClientLate counts its open-loop sends late by its own delay
+	// (measure.Counts.ClientLate).
+	ClientLate       int64
+	CPUTime          time.Duration
+	CPUWait          time.Duration // run-queue delay, summed over threads
+	CPUs             int32
+	CPUList          string
+	ClockOffset, RTT time.Duration
 	// StartOffset is its first send minus the start instant;
 	// StartOffsetUnknown is set when that is not known (it sent nothing,
 	// or failed before its end).
@@ -307,22 +310,34 @@ type Report struct {
 	// have opened a connection for each, and the cap refused it. Omitted
 	// when 0 (always 0 where growth is off: -R without --max-connections).
 	GrowthRefused int64 `json:"growth_refused,omitempty"`
+	// Queued counts the open-loop sends whose connection was still busy
+	// at their intended time: they left when it freed, and that wait (the
+	// server's, or too few connections') is in their lateness and
+	// latency. Omitted when 0.
+	Queued int64 `json:"queued,omitempty"`
+	// ClientLate counts the open-loop sends that left more than 1 ms
+	// (measure.ClientLateLimit) after both their intended time and their
+	// connection's freeing: the agents' own delay. Over ClientMissedLimit
+	// of the sends it flags the run client-bound. Omitted when 0.
+	ClientLate int64 `json:"client_late,omitempty"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`
 	// SendLatenessUs summarizes open-loop send lateness: each send's actual
 	// start (its write, or its connect when it opened its connection)
-	// minus its intended send time, whatever its outcome. It is the
-	// tool's own error in Latency; null in closed loop. A p99 above
-	// LatenessLimit flags the run client-bound.
+	// minus its intended send time, whatever its outcome: the tool's own
+	// error in Latency, and the wait for a busy connection (Queued); null
+	// in closed loop.
 	SendLatenessUs *hist.Summary `json:"send_lateness_us"`
 	// ClientBound is set when the load generators were the limit
 	// (bound.go, docs/design.md invariant 6): an agent's CPUs over
 	// ClientBusyLimit busy, its threads waiting for a CPU over
-	// ClientWaitLimit seconds per second per CPU, more than ClientMissedLimit of the
-	// open-loop sends late by the agents' own scheduling, or (without a
-	// backlog) a send lateness p99 above LatenessLimit: the numbers may
-	// measure the client, not the server. Each reason names its agent.
+	// ClientWaitLimit seconds per second per CPU, or more than
+	// ClientMissedLimit of the open-loop sends late by the agents' own
+	// delay (missed but not backlogged, else client-late: ClientLate),
+	// never by a wait for a busy connection: the numbers may measure the
+	// client, not the server. Each reason names its agent, or for late
+	// sends the agents that sent client-late.
 	ClientBound        bool     `json:"client_bound"`
 	ClientBoundReasons []string `json:"client_bound_reasons,omitempty"`
 	// ServerBound is set, when the run is not client-bound, for an
@@ -627,8 +642,11 @@ type Agent struct {
 	CPUs     int32   `json:"cpus"`
 	// CPUList is the agent's pin map (taskset -c syntax); empty when the
 	// agent was not pinned.
-	CPUList       string  `json:"cpu_list,omitempty"`
-	Missed        int64   `json:"missed"`
+	CPUList string `json:"cpu_list,omitempty"`
+	Missed  int64  `json:"missed"`
+	// ClientLate counts its open-loop sends late by its own delay
+	// (Report.ClientLate). Omitted when 0.
+	ClientLate    int64   `json:"client_late,omitempty"`
 	ClockOffsetUs float64 `json:"clock_offset_us"`
 	RTTUs         float64 `json:"rtt_us"`
 	// StartOffsetUs is the agent's first send minus the start instant;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,23 +172,51 @@ func TestLatenessReported(t *testing.T) {
 	}
 }
 
-// TestLatenessFlagged: a send lateness p99 above report.LatenessLimit
-// flags the run client-bound, naming the figure; at the limit it does not.
-func TestLatenessFlagged(t *testing.T) {
-	limit := report.LatenessLimit.Microseconds()
-	r, err := wire.ReportFromResult(openResult(t, limit))
+// TestClientLateFlagged: a send lateness p99 above report.LatenessLimit
+// alone (sends that waited for a busy connection) does not flag the run;
+// more than 1 % of the scheduled sends client-late (over the limit by the
+// agents' own delay) does, naming the agents with the most; 1 % does not.
+func TestClientLateFlagged(t *testing.T) {
+	// The histogram's p99 is its bucket's upper bound: 2.5 ms is 2.50 ms.
+	res := openResult(t, 2500)
+	res.Counters.Queued = 20
+	r, err := wire.ReportFromResult(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ClientBound {
-		t.Errorf("lateness p99 at the limit flagged: %q", r.ClientBoundReasons)
+	if r.ClientBound || r.SendLatenessUs.P99 <= report.LatenessLimit.Microseconds() {
+		t.Errorf("lateness p99 %d us from queued sends: client-bound %v %q, want not flagged", r.SendLatenessUs.P99, r.ClientBound, r.ClientBoundReasons)
 	}
-	// The histogram's p99 is its bucket's upper bound: 2.5 ms is 2.50 ms.
-	if r, err = wire.ReportFromResult(openResult(t, 2500)); err != nil {
+	var text bytes.Buffer
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "send lateness p99 2.50ms exceeds 1.00ms"; !r.ClientBound || len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want {
-		t.Fatalf("lateness p99 2.5 ms: client-bound %v, reasons %q; want %q", r.ClientBound, r.ClientBoundReasons, want)
+	if !strings.Contains(text.String(), "; 20 waited for a busy connection\n") {
+		t.Errorf("text without the queued sends:\n%s", text.String())
+	}
+	// 1005 issued, of which 2 in flight at the end: 1003 scheduled
+	// (openResult), so 1 % is 10.03 sends.
+	for _, c := range []struct {
+		late    int64
+		flagged bool
+	}{{10, false}, {11, true}} {
+		res := openResult(t, 2500)
+		res.Counters.ClientLate = c.late
+		res.Agents[0].ClientLate, res.Agents[1].ClientLate = c.late-1, 1
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ClientBound != c.flagged {
+			t.Errorf("%d client-late sends: client-bound %v %q, want %v", c.late, r.ClientBound, r.ClientBoundReasons, c.flagged)
+		}
+		want := fmt.Sprintf("%d of %d scheduled sends (1.1 %%) left over 1.00ms late by the agents' own delay (over 1.00ms late by their own delay: agent agent-1's %d, agent agent-2's 1)", c.late, r.Issued+r.Unsent, c.late-1)
+		if c.flagged && (len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want) {
+			t.Errorf("reasons %q, want [%q]", r.ClientBoundReasons, want)
+		}
+		if r.ClientLate != c.late || r.AgentRows[0].ClientLate != c.late-1 {
+			t.Errorf("client_late %d, agent-1's %d: want %d and %d", r.ClientLate, r.AgentRows[0].ClientLate, c.late, c.late-1)
+		}
 	}
 }
 

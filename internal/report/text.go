@@ -272,6 +272,9 @@ func (r *Report) writeCluster(p *printer) {
 			}
 			never += fmt.Sprintf("; %d found every connection busy at the %s cap (growth refused)", r.GrowthRefused, capFlag)
 		}
+		if r.Queued > 0 {
+			never += fmt.Sprintf("; %d waited for a busy connection", r.Queued)
+		}
 		if cr := r.ConnectionRate; cr != nil {
 			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), never)
 		} else {

@@ -90,9 +90,10 @@ type Outcome struct {
 	ServerBound        bool
 	ServerBoundReasons []string
 	AgentDemand        map[string]float64
-	// AgentMissed is each agent's late open-loop sends (report's agent
-	// rows), to name the agents behind a run-level reason.
-	AgentMissed map[string]int64
+	// AgentClientLate is each agent's open-loop sends late by its own
+	// delay (report's agent rows, Agent.ClientLate; never a wait for a busy
+	// connection), to name the agents behind a run-level reason.
+	AgentClientLate map[string]int64
 }
 
 // Runner runs one step at load target (requests/s or connections; repeat
@@ -333,7 +334,7 @@ func (s *searcher) inconclusive(st *step) error {
 	if len(s.saturated) == 0 && st.out.ClientBound {
 		// A run-level reason (late sends, lateness): the agents that sent
 		// late, else every agent.
-		for name, n := range st.out.AgentMissed {
+		for name, n := range st.out.AgentClientLate {
 			if n > 0 {
 				s.saturated = append(s.saturated, name)
 			}

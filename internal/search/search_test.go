@@ -96,7 +96,7 @@ func TestClientBoundInconclusive(t *testing.T) {
 	}
 	runLevel := func(_ context.Context, x float64, _ int) (Outcome, error) {
 		return Outcome{AchievedRPS: x, SLOValues: []float64{1000}, SLOPass: []bool{true}, ClientBound: true, ClientBoundReasons: []string{"send lateness p99 10ms exceeds 1ms"},
-			AgentDemand: map[string]float64{"a1": 0.1, "a2": 0.1}, AgentMissed: map[string]int64{"a1": 0, "a2": 30}}, nil
+			AgentDemand: map[string]float64{"a1": 0.1, "a2": 0.1}, AgentClientLate: map[string]int64{"a1": 0, "a2": 30}}, nil
 	}
 	if r, _ = Run(context.Background(), Config{SLOs: p99Under3ms}, runLevel); r.Outcome != "inconclusive" || len(r.SaturatedAgents) != 1 || r.SaturatedAgents[0] != "a2" {
 		t.Errorf("run-level reason: outcome %q, saturated %v; want a2, the agent that sent late", r.Outcome, r.SaturatedAgents)

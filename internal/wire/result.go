@@ -71,7 +71,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 	for _, a := range r.GetAgents() {
 		ar := report.AgentRun{
 			Name: a.GetName(), Connections: a.GetConnections(), Requests: a.GetRequests(), Errors: a.GetErrors(),
-			InFlight: a.GetInFlight(), Missed: a.GetMissed(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
+			InFlight: a.GetInFlight(), Missed: a.GetMissed(), ClientLate: a.GetClientLate(), CPUTime: a.GetCpuTime().AsDuration(), CPUs: a.GetCpus(),
 			CPUWait: a.GetCpuWait().AsDuration(), CPUList: a.GetCpuList(), ClockOffset: a.GetClockOffset().AsDuration(), RTT: a.GetRtt().AsDuration(),
 			StartOffset: a.GetStartOffset().AsDuration(), StartOffsetUnknown: a.GetStartOffset() == nil, Error: a.GetError(),
 			IntervalRPS: a.GetIntervalRps(),

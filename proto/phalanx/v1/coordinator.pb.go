@@ -2387,7 +2387,10 @@ type AgentResult struct {
 	IntervalRps []float64 `protobuf:"fixed64,22,rep,packed,name=interval_rps,json=intervalRps,proto3" json:"interval_rps,omitempty"`
 	// cpu_wait is the agent's run-queue delay in the window: the time its
 	// threads were runnable but waiting for a CPU, summed over threads.
-	CpuWait       *durationpb.Duration `protobuf:"bytes,23,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
+	CpuWait *durationpb.Duration `protobuf:"bytes,23,opt,name=cpu_wait,json=cpuWait,proto3" json:"cpu_wait,omitempty"`
+	// client_late counts the agent's open-loop sends late by its own delay
+	// (Counters.client_late).
+	ClientLate    int64 `protobuf:"varint,24,opt,name=client_late,json=clientLate,proto3" json:"client_late,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2581,6 +2584,13 @@ func (x *AgentResult) GetCpuWait() *durationpb.Duration {
 		return x.CpuWait
 	}
 	return nil
+}
+
+func (x *AgentResult) GetClientLate() int64 {
+	if x != nil {
+		return x.ClientLate
+	}
+	return 0
 }
 
 // StoredRun is one run as the run store keeps it (internal/store) and as a
@@ -3010,7 +3020,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\bcounters\x18\x06 \x01(\v2\x14.phalanx.v1.CountersR\bcounters\x12\x18\n" +
 	"\alatency\x18\a \x01(\fR\alatency\x12:\n" +
 	"\vchange_skew\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"changeSkew\"\xd8\x06\n" +
+	"changeSkew\"\xf9\x06\n" +
 	"\vAgentResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vconnections\x18\x02 \x01(\x03R\vconnections\x12\x1a\n" +
@@ -3037,7 +3047,9 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"provenance\x127\n" +
 	"\tintervals\x18\x15 \x03(\v2\x19.phalanx.v1.AgentIntervalR\tintervals\x12!\n" +
 	"\finterval_rps\x18\x16 \x03(\x01R\vintervalRps\x124\n" +
-	"\bcpu_wait\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\acpuWait\"\x9a\x04\n" +
+	"\bcpu_wait\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\acpuWait\x12\x1f\n" +
+	"\vclient_late\x18\x18 \x01(\x03R\n" +
+	"clientLate\"\x9a\x04\n" +
 	"\tStoredRun\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\rR\x06schema\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12$\n" +

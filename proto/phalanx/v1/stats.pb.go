@@ -104,8 +104,16 @@ type Counters struct {
 	// difference was rejected, each request sent again on a new connection.
 	HandshakesEarlyOffered  int64 `protobuf:"varint,42,opt,name=handshakes_early_offered,json=handshakesEarlyOffered,proto3" json:"handshakes_early_offered,omitempty"`
 	HandshakesEarlyAccepted int64 `protobuf:"varint,43,opt,name=handshakes_early_accepted,json=handshakesEarlyAccepted,proto3" json:"handshakes_early_accepted,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// queued counts open-loop sends whose connection was still busy at
+	// their intended time, so that they left when it freed: their lateness
+	// is the wait for a connection, not the client's.
+	Queued int64 `protobuf:"varint,44,opt,name=queued,proto3" json:"queued,omitempty"`
+	// client_late counts open-loop sends that left more than 1 ms
+	// (measure.ClientLateLimit) after both their intended time and their
+	// connection's freeing: the client's own delay.
+	ClientLate    int64 `protobuf:"varint,45,opt,name=client_late,json=clientLate,proto3" json:"client_late,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -295,6 +303,20 @@ func (x *Counters) GetHandshakesEarlyOffered() int64 {
 func (x *Counters) GetHandshakesEarlyAccepted() int64 {
 	if x != nil {
 		return x.HandshakesEarlyAccepted
+	}
+	return 0
+}
+
+func (x *Counters) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Counters) GetClientLate() int64 {
+	if x != nil {
+		return x.ClientLate
 	}
 	return 0
 }
@@ -732,7 +754,7 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb5\t\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xee\t\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -763,7 +785,10 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\tredirects\x18( \x01(\x03R\tredirects\x12%\n" +
 	"\x0egrowth_refused\x18) \x01(\x03R\rgrowthRefused\x128\n" +
 	"\x18handshakes_early_offered\x18* \x01(\x03R\x16handshakesEarlyOffered\x12:\n" +
-	"\x19handshakes_early_accepted\x18+ \x01(\x03R\x17handshakesEarlyAccepted\x1a9\n" +
+	"\x19handshakes_early_accepted\x18+ \x01(\x03R\x17handshakesEarlyAccepted\x12\x16\n" +
+	"\x06queued\x18, \x01(\x03R\x06queued\x12\x1f\n" +
+	"\vclient_late\x18- \x01(\x03R\n" +
+	"clientLate\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
