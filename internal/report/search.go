@@ -37,14 +37,19 @@ type Search struct {
 	// Knee is the estimated highest load at which every SLO holds, with
 	// its confidence interval [KneeLo, KneeHi] at KneeConfidence (0-1);
 	// zero when Outcome is not "found". Passing and Failing are the
-	// bracket's repeated steps: the highest load that passed every repeat
-	// and the lowest that failed.
+	// bracket's repeated steps: the highest load that passed when first
+	// run and the lowest that failed; PassingHeld and FailingBroke how
+	// many of their runs (Repeats each) held every SLO at Passing and broke
+	// one at Failing: a repeat may pass at Failing or fail at Passing, and
+	// then the knee's estimate extrapolates beyond the bracket.
 	Knee           float64 `json:"knee,omitempty"`
 	KneeLo         float64 `json:"knee_lo,omitempty"`
 	KneeHi         float64 `json:"knee_hi,omitempty"`
 	KneeConfidence float64 `json:"knee_confidence,omitempty"`
 	Passing        float64 `json:"passing,omitempty"`
 	Failing        float64 `json:"failing,omitempty"`
+	PassingHeld    int     `json:"passing_held,omitempty"`
+	FailingBroke   int     `json:"failing_broke,omitempty"`
 	// KneeRPS and KneeP99Us are the achieved RPS and the p99 (µs) at
 	// Passing, medians of its repeats.
 	KneeRPS   float64 `json:"knee_rps,omitempty"`
@@ -106,8 +111,9 @@ func WriteSearchText(w io.Writer, s *Search) error {
 	p.f("Capacity search %s of %s (%s loop, %s), SLO %s\n", s.SearchID, s.URL, s.Mode, s.Unit, strings.Join(s.SLOs, " and "))
 	switch s.Outcome {
 	case "found":
-		p.f("Knee: %s %s (%.0f %% CI %s .. %s): %d repeats held the SLOs at %s, broke at %s\n",
-			fmtLoad(s.Knee), s.Unit, 100*s.KneeConfidence, fmtLoad(s.KneeLo), fmtLoad(s.KneeHi), s.Repeats, fmtLoad(s.Passing), fmtLoad(s.Failing))
+		p.f("Knee: %s %s (%.0f %% CI %s .. %s): the SLOs held at %s in %d of %d runs and broke at %s in %d of %d\n",
+			fmtLoad(s.Knee), s.Unit, 100*s.KneeConfidence, fmtLoad(s.KneeLo), fmtLoad(s.KneeHi),
+			fmtLoad(s.Passing), s.PassingHeld, s.Repeats, fmtLoad(s.Failing), s.FailingBroke, s.Repeats)
 		p.f("At the knee: %.2f requests/s achieved, p99 %s\n", s.KneeRPS, fmtUs(float64(s.KneeP99Us)))
 	default:
 		p.f("%s: %s\n", strings.ToUpper(strings.ReplaceAll(s.Outcome, "_", " ")), s.Message)

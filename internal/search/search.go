@@ -439,6 +439,14 @@ func (s *searcher) knee(r *report.Search) {
 	for _, st := range at {
 		rps = append(rps, st.out.AchievedRPS)
 		p99 = append(p99, float64(st.out.P99Us))
+		if st.verdict == "pass" {
+			r.PassingHeld++
+		}
+	}
+	for _, st := range above {
+		if st.verdict == "fail" {
+			r.FailingBroke++
+		}
 	}
 	conf := min(Confidence, 1-2*math.Pow(0.5, float64(len(est))))
 	if len(est) == 0 {

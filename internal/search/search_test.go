@@ -70,6 +70,32 @@ func TestFindsKnee(t *testing.T) {
 	}
 }
 
+// TestKneeCountsRepeats: when the repeats at the bracket's failing step
+// pass (a noisy boundary), the search says how many of its runs broke
+// there, not that every one did.
+func TestKneeCountsRepeats(t *testing.T) {
+	calls := 0
+	base := modelled(4000, &calls)
+	r, err := Run(context.Background(), Config{SLOs: p99Under3ms}, func(ctx context.Context, x float64, repeat int) (Outcome, error) {
+		if repeat > 0 && x > 4000 { // this repeat held, at its target
+			o, err := base(ctx, 4000, repeat)
+			o.AchievedRPS = x
+			return o, err
+		}
+		return base(ctx, x, repeat)
+	})
+	if err != nil || r.Outcome != "found" {
+		t.Fatalf("outcome %q (%v): %s", r.Outcome, err, r.Message)
+	}
+	if r.PassingHeld != DefaultRepeats || r.FailingBroke != 1 {
+		t.Errorf("held %d at %v, broke %d at %v: want %d and 1", r.PassingHeld, r.Passing, r.FailingBroke, r.Failing, DefaultRepeats)
+	}
+	var b strings.Builder
+	if err := writeText(&b, r); err != nil || !strings.Contains(b.String(), "in 3 of 3 runs and broke at "+fmtLoad(r.Failing)+" in 1 of 3\n") {
+		t.Errorf("text (%v):\n%s", err, b.String())
+	}
+}
+
 // TestClientBoundInconclusive: a client-bound step ends the search as
 // inconclusive, never a pass, naming the saturated agent and asking for
 // more agents; a step 5 % short of its target is inconclusive too.
