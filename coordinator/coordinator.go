@@ -297,6 +297,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if c.metricsSrv != nil {
 		started = append(started, "metrics_listen", c.metricsSrv.Addr(), "metrics_tls", c.metricsSrv.TLS())
 	}
+	// Where runs are kept, said once: the default is the daemon's
+	// directory, which root may be using without having asked for it.
+	dataDir := c.cfg.DataDir
+	if dataDir == "" {
+		dataDir = "(none: runs are not stored)"
+	}
+	started = append(started, "data_dir", dataDir)
 	c.log.Info("coordinator started", append(started, "gossip_keys", len(c.cluster.Keys()), "cluster_label", c.cluster.Label())...)
 	if c.insecureWarning != "" {
 		c.log.Warn(c.insecureWarning)

@@ -277,7 +277,7 @@ func writeRuns(w io.Writer, rows []runRow) error {
 	for _, r := range rows {
 		p99 := "-"
 		if r.P99Us > 0 {
-			p99 = (time.Duration(r.P99Us) * time.Microsecond).String()
+			p99 = report.FormatMicros(float64(r.P99Us))
 		}
 		th := "-"
 		if n := len(r.Thresholds); n > 0 {

@@ -80,6 +80,11 @@ func TestStoreCommandsOnDataDir(t *testing.T) {
 		rows[0].Requests != 200 || rows[0].RPS != 100 || rows[0].P99Us != 500 || rows[0].Intervals != 2 {
 		t.Errorf("runs --json: exit %d, %s%s: want the run, not finished, 200 requests at 100 req/s, p99 500us", code, out, errOut)
 	}
+	// The table's p99 is in the reports' units (FormatMicros: "us", never
+	// Go's "µs").
+	if out, errOut, code := coordctl("runs", "--data-dir", dir, "--tag", "base"); code != 0 || !strings.Contains(out, "500.00us") || strings.Contains(out, "µs") {
+		t.Errorf("runs: exit %d, want p99 500.00us in the reports' units\n%s%s", code, out, errOut)
+	}
 	if out, _, _ := coordctl("runs", "--data-dir", dir, "--tag", "other"); !strings.Contains(out, "no stored runs") {
 		t.Errorf("runs --tag other = %q", out)
 	}
