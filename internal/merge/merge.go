@@ -46,6 +46,9 @@ type Point struct {
 	// GrowthRefused sums the agents' sends found late at the connection
 	// cap (measure.Counts.GrowthRefused).
 	GrowthRefused int64
+	// Backlogged sums the agents' sends late for a busy connection
+	// (measure.Counts.Backlogged).
+	Backlogged int64
 	// Latency is the merged latency histogram of the interval, V2
 	// compressed (hist.Histogram.Encode).
 	Latency []byte
@@ -307,6 +310,7 @@ func (m *Merger) finish(k int) (*Point, error) {
 		Index: k, Start: p.start, Length: p.length,
 		Requests: p.requests, Errors: p.errors, Missed: p.missed, CPUBusy: p.cpuBusy,
 		Latency: b, Agents: p.seen, AgentConnections: p.conns, GrowthRefused: p.counts.GrowthRefused,
+		Backlogged: p.counts.Backlogged,
 	}
 	for _, n := range p.conns {
 		pt.Connections += n

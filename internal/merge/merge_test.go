@@ -206,7 +206,8 @@ func TestStagesAndTargets(t *testing.T) {
 	}
 	empty := hist.New().EncodeV2()
 	for k := range 4 {
-		iv := &Interval{Index: k, Start: time.Duration(k) * time.Second, Length: time.Second, Counts: &measure.Counts{Errors: [measure.NumErrorKinds]int64{measure.ErrReset: int64(k)}}}
+		iv := &Interval{Index: k, Start: time.Duration(k) * time.Second, Length: time.Second, Counts: &measure.Counts{Errors: [measure.NumErrorKinds]int64{measure.ErrReset: int64(k)},
+			Missed: int64(2 * k), Backlogged: int64(k), GrowthRefused: int64(k)}}
 		for kind := range hist.NumKinds {
 			iv.Histograms[kind] = empty
 		}
@@ -215,8 +216,8 @@ func TestStagesAndTargets(t *testing.T) {
 			t.Fatalf("interval %d: %v, %v", k, pt, err)
 		}
 		want := []float64{150, 250, 300, 300}[k]
-		if pt.TargetRPS != want || pt.Errors != int64(k) {
-			t.Errorf("interval %d: target %v, errors %d; want %v, %d", k, pt.TargetRPS, pt.Errors, want, k)
+		if pt.TargetRPS != want || pt.Errors != int64(k) || pt.Backlogged != int64(k) || pt.GrowthRefused != int64(k) {
+			t.Errorf("interval %d: target %v, errors %d, backlogged %d, growth refused %d; want %v and %d each", k, pt.TargetRPS, pt.Errors, pt.Backlogged, pt.GrowthRefused, want, k)
 		}
 	}
 	st = m.Stages()

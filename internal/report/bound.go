@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/phalanxload/phalanx/internal/measure"
 )
@@ -110,6 +111,13 @@ func (r *Report) flagBound() {
 	}
 	r.ClientBound = len(r.ClientBoundReasons) > 0
 	if backlog && !r.ClientBound {
+		if k := r.stallInterval(scheduled); k >= 0 {
+			pt := r.Timeline[k]
+			r.Stall = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) waited over %v for a busy connection, %d of them ending in the interval at %s-%s: a stall of the server or of the agents (from the client the two look alike), not a sustained limit; the latency includes it",
+				r.Backlogged, scheduled, sends, 100*float64(r.Backlogged)/float64(scheduled), missThreshold, pt.Backlogged,
+				fmtSeconds(pt.StartS), fmtSeconds(pt.StartS+pt.DurationS))
+			return
+		}
 		busy := 0.0
 		for _, a := range r.AgentRows {
 			busy = max(busy, a.CPUUtil)
@@ -140,4 +148,33 @@ func (r *Report) clientLateAgents() string {
 		return ""
 	}
 	return "over " + fmtUs(float64(LatenessLimit.Microseconds())) + " late by their own delay: " + strings.Join(names, ", ")
+}
+
+// missThreshold is the engine's MissThreshold (5 ms), which report does not
+// import: a send later than it is missed.
+const missThreshold = 5 * time.Millisecond
+
+// stallInterval returns the index in Timeline of the interval that held a
+// stall's backlog, or -1 when the backlog was no stall: nothing unsent,
+// at least two intervals with per-interval backlogs known, and outside
+// one interval that is not the last the backlogged sends under
+// ClientMissedLimit of the scheduled ones. A backlog in the last interval
+// may still have been growing when the window closed; one in every
+// interval is a limit.
+func (r *Report) stallInterval(scheduled int64) int {
+	if r.Unsent > 0 || len(r.Timeline) < 2 {
+		return -1
+	}
+	var total int64
+	k := -1
+	for i, pt := range r.Timeline {
+		total += pt.Backlogged
+		if k < 0 || pt.Backlogged > r.Timeline[k].Backlogged {
+			k = i
+		}
+	}
+	if total == 0 || k == len(r.Timeline)-1 || float64(total-r.Timeline[k].Backlogged) > ClientMissedLimit*float64(scheduled) {
+		return -1 // per-interval backlogs unknown (an older agent), in the last interval, or spread
+	}
+	return k
 }

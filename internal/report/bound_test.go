@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,57 @@ func TestCPUWaitBound(t *testing.T) {
 	res.Agents[0].CpuWait = durationpb.New(800 * time.Millisecond)
 	if r, _ = wire.ReportFromResult(res); r.ClientBound {
 		t.Errorf("20 %% run-queue delay flagged: %q", r.ClientBoundReasons)
+	}
+}
+
+// TestBacklogStall: a backlog confined to one interval that is not the
+// last, nothing unsent, is a stall (of the server or of the agents: the
+// report blames neither), not server-bound; spread over the intervals, in
+// the last one, or with sends never sent, it is server-bound; with no
+// per-interval backlog known (older agents), server-bound as before.
+func TestBacklogStall(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		points   []int64 // each interval's backlogged sends
+		unsent   int64
+		stall    bool
+		interval string
+	}{
+		{"one interval", []int64{30, 0}, 0, true, "0.00s-1.00s"},
+		{"one interval, a little after it", []int64{25, 5}, 0, true, "0.00s-1.00s"},
+		{"spread", []int64{15, 15}, 0, false, ""},
+		{"the last interval", []int64{0, 30}, 0, false, ""},
+		{"some never sent", []int64{30, 0}, 3, false, ""},
+		{"per-interval backlogs unknown", []int64{0, 0}, 0, false, ""},
+	} {
+		res := openResult(t, 40000)
+		res.Counters.Missed, res.Counters.Backlogged, res.Counters.Unsent = 30+c.unsent, 30+c.unsent, c.unsent
+		if len(res.Timeline) != len(c.points) {
+			t.Fatalf("openResult has %d intervals, the case %d", len(res.Timeline), len(c.points))
+		}
+		for i, n := range c.points {
+			res.Timeline[i].Backlogged = n
+		}
+		r, err := wire.ReportFromResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.stall != (r.Stall != "") || c.stall == r.ServerBound || r.ClientBound {
+			t.Errorf("%s: stall %q, server-bound %v, client-bound %q; want stall %v and server-bound %v", c.name, r.Stall, r.ServerBound, r.ClientBoundReasons, c.stall, !c.stall)
+			continue
+		}
+		if !c.stall {
+			continue
+		}
+		if want := "30 of 1005 scheduled sends (3.0 %) waited over 5ms for a busy connection, " + fmt.Sprint(c.points[0]) + " of them ending in the interval at " + c.interval + ": a stall"; !strings.HasPrefix(r.Stall, want) {
+			t.Errorf("%s: stall %q, want it to start %q", c.name, r.Stall, want)
+		}
+		var text strings.Builder
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "\nStall: 30 of 1005") || strings.Contains(text.String(), "Server-bound") {
+			t.Errorf("%s: text:\n%s", c.name, text.String())
+		}
 	}
 }

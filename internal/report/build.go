@@ -98,6 +98,7 @@ func Build(r *Run) (*Report, error) {
 			Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, TargetRPS: pt.TargetRPS,
 			TargetConnections: pt.TargetConnections, Agents: pt.Agents, Partial: pt.Partial,
 			CPUBusy: pt.CPUBusy, LatencyV2: pt.V2[hist.Latency], GrowthRefused: pt.GrowthRefused,
+			Backlogged: pt.Backlogged,
 		}
 		if err := pt.Sparse(&dec, hist.Latency, &s); err != nil {
 			return nil, fmt.Errorf("interval %d latency: %w", pt.Index, err)

@@ -112,6 +112,9 @@ type Interval struct {
 	// GrowthRefused is the interval's sends found late at the connection
 	// cap (measure.Counts.GrowthRefused).
 	GrowthRefused int64
+	// Backlogged is the interval's sends late for a busy connection
+	// (measure.Counts.Backlogged).
+	Backlogged int64
 	// Agents is the number of agents merged in the interval; Partial is
 	// set when a lost agent is missing from it.
 	Agents  int32
@@ -346,6 +349,13 @@ type Report struct {
 	// connections and the agents were not the limit.
 	ServerBound        bool     `json:"server_bound"`
 	ServerBoundReasons []string `json:"server_bound_reasons,omitempty"`
+	// Stall is said instead of ServerBound when the backlog was a stall:
+	// outside one interval, not the last, the backlogged sends were under
+	// ClientMissedLimit of those scheduled, and none was left unsent. A
+	// stall of the server and one of the agents look alike from the
+	// client (either way the responses were read late), so it blames
+	// neither; the latency includes it. Empty otherwise.
+	Stall string `json:"stall,omitempty"`
 	// Timeline has one point per interval, merged across agents.
 	Timeline []TimelinePoint `json:"timeline"`
 	// Stages has one entry per plan stage.
@@ -513,6 +523,9 @@ type TimelinePoint struct {
 	// GrowthRefused is the interval's sends found late at the connection
 	// cap (Report.GrowthRefused), by when they were found.
 	GrowthRefused int64 `json:"growth_refused,omitempty"`
+	// Backlogged is the interval's sends late for a busy connection
+	// (Report.Backlogged), by when they ended.
+	Backlogged int64 `json:"backlogged,omitempty"`
 	// LatencyV2 is the interval's latency histogram merged across agents,
 	// HdrHistogram V2 compressed (base64 in the JSON, as in an .hlog
 	// line); the percentiles above are read from it.

@@ -322,6 +322,9 @@ func (r *Report) writeCluster(p *printer) {
 	if r.ServerBound {
 		p.f("Server-bound: %s: the server is the limit, not the load generators\n", strings.Join(r.ServerBoundReasons, "; "))
 	}
+	if r.Stall != "" {
+		p.f("Stall: %s\n", r.Stall)
+	}
 	r.writeThresholds(p)
 	if r.CoordinatorLost != "" {
 		p.f("Agents: not known (the coordinator was lost)\nRun ID: %s\n", r.runIDText())

@@ -27,8 +27,8 @@ func PointToProto(pt *merge.Point) *pb.TimelinePoint {
 		Requests: pt.Requests, Errors: pt.Errors, Missed: pt.Missed, CpuBusy: pt.CPUBusy,
 		TargetRps: pt.TargetRPS, TargetConnections: pt.TargetConnections, Latency: pt.Latency, Lateness: pt.Lateness, ServiceTime: pt.Service,
 		Agents: int32(pt.Agents), Partial: pt.Partial, Connections: pt.Connections, AgentConnections: pt.AgentConnections,
-		GrowthRefused: pt.GrowthRefused,
-		Connect:       pt.Phases[hist.Connect], TlsFull: pt.Phases[hist.TLSFull], TlsResumed: pt.Phases[hist.TLSResumed], Ttfb: pt.Phases[hist.TTFB],
+		GrowthRefused: pt.GrowthRefused, Backlogged: pt.Backlogged,
+		Connect: pt.Phases[hist.Connect], TlsFull: pt.Phases[hist.TLSFull], TlsResumed: pt.Phases[hist.TLSResumed], Ttfb: pt.Phases[hist.TTFB],
 	}
 }
 

@@ -130,6 +130,7 @@ func (d *intervalDecoder) interval(pt *pb.TimelinePoint) (report.Interval, error
 		Requests: pt.GetRequests(), Errors: pt.GetErrors(), Missed: pt.GetMissed(), TargetRPS: pt.GetTargetRps(),
 		TargetConnections: pt.GetTargetConnections(), Agents: pt.GetAgents(), Partial: pt.GetPartial(),
 		CPUBusy: pt.GetCpuBusy(), Connections: pt.GetConnections(), AgentConnections: pt.GetAgentConnections(), GrowthRefused: pt.GetGrowthRefused(),
+		Backlogged: pt.GetBacklogged(),
 	}
 	for _, k := range pointKinds {
 		b := PointHistogramBytes(pt, k)

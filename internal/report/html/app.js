@@ -304,6 +304,8 @@
     if (r.aborted_by_threshold) notices.push(el('div', { class: 'notice bad' }, 'Aborted by threshold ' + r.aborted_by_threshold + ' (--abort-on-fail) at ' + fmtSecs(r.aborted_at_s) + ': the report covers the ' + fmtSecs(r.duration_s) + ' that ran.'));
     if (r.stopped_early) notices.push(el('div', { class: 'notice' }, 'Stopped early: the report covers the first ' + fmtSecs(r.duration_s) + '.'));
     if (r.client_bound) notices.push(el('div', { class: 'notice' }, 'Client-bound: the numbers may measure the client, not the server: ', (r.client_bound_reasons || []).join('; ') + '.'));
+    if (r.server_bound) notices.push(el('div', { class: 'notice' }, 'Server-bound: the server is the limit, not the load generators: ', (r.server_bound_reasons || []).join('; ') + '.'));
+    if (r.stall) notices.push(el('div', { class: 'notice' }, 'Stall: ' + r.stall + '.'));
     if (r.coordinator_stall_s) notices.push(el('div', { class: 'notice' }, 'The coordinator stalled for ' + fmtSecs(r.coordinator_stall_s) + '.'));
 
     // Summary, as wrk prints it.

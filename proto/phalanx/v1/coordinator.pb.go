@@ -2035,6 +2035,10 @@ type TimelinePoint struct {
 	// growth_refused is the interval's sends found late at the connection
 	// cap (Counters.growth_refused), summed over the agents.
 	GrowthRefused int64 `protobuf:"varint,21,opt,name=growth_refused,json=growthRefused,proto3" json:"growth_refused,omitempty"`
+	// backlogged is the interval's sends late for a busy connection
+	// (Counters.backlogged), summed over the agents: a backlog confined to
+	// one interval is a stall, not a limit.
+	Backlogged int64 `protobuf:"varint,26,opt,name=backlogged,proto3" json:"backlogged,omitempty"`
 	// connect, tls_full, tls_resumed and ttfb are the interval's phase
 	// histograms merged across agents (V2 compressed, us, the geometry of
 	// Histograms), for a range's phase spectra in the HTML report; each is
@@ -2193,6 +2197,13 @@ func (x *TimelinePoint) GetAgentConnections() []int64 {
 func (x *TimelinePoint) GetGrowthRefused() int64 {
 	if x != nil {
 		return x.GrowthRefused
+	}
+	return 0
+}
+
+func (x *TimelinePoint) GetBacklogged() int64 {
+	if x != nil {
+		return x.Backlogged
 	}
 	return 0
 }
@@ -2983,7 +2994,7 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\x06metric\x18\a \x01(\tR\x06metric\x12\x1e\n" +
 	"\n" +
 	"percentile\x18\b \x01(\x01R\n" +
-	"percentile\"\xe1\x05\n" +
+	"percentile\"\x81\x06\n" +
 	"\rTimelinePoint\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12/\n" +
 	"\x05start\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05start\x121\n" +
@@ -3002,7 +3013,10 @@ const file_phalanx_v1_coordinator_proto_rawDesc = "" +
 	"\fservice_time\x18\x12 \x01(\fR\vserviceTime\x12 \n" +
 	"\vconnections\x18\x13 \x01(\x03R\vconnections\x12+\n" +
 	"\x11agent_connections\x18\x14 \x03(\x03R\x10agentConnections\x12%\n" +
-	"\x0egrowth_refused\x18\x15 \x01(\x03R\rgrowthRefused\x12\x18\n" +
+	"\x0egrowth_refused\x18\x15 \x01(\x03R\rgrowthRefused\x12\x1e\n" +
+	"\n" +
+	"backlogged\x18\x1a \x01(\x03R\n" +
+	"backlogged\x12\x18\n" +
 	"\aconnect\x18\x16 \x01(\fR\aconnect\x12\x19\n" +
 	"\btls_full\x18\x17 \x01(\fR\atlsFull\x12\x1f\n" +
 	"\vtls_resumed\x18\x18 \x01(\fR\n" +
