@@ -409,7 +409,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.runCancel() // stop load first: shutdown must not wait for a share
 		}
 		a.mu.Unlock()
-		if err := a.cluster.Leave(time.Second); err != nil {
+		if err := a.cluster.Leave(time.Second); errors.Is(err, cluster.ErrLeaveUnconfirmed) {
+			a.log.Info("leave", "err", err) // the whole cluster stopping at once
+		} else if err != nil {
 			a.log.Warn("leave", "err", err)
 		}
 		stopGRPC(a.grpc, 2*time.Second)

@@ -278,7 +278,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		<-ctx.Done()
-		if err := c.cluster.Leave(time.Second); err != nil {
+		if err := c.cluster.Leave(time.Second); errors.Is(err, cluster.ErrLeaveUnconfirmed) {
+			c.log.Info("leave", "err", err) // the whole cluster stopping at once
+		} else if err != nil {
 			c.log.Warn("leave", "err", err)
 		}
 		done := make(chan struct{})

@@ -601,8 +601,15 @@ func (c *Cluster) UpdateMeta(timeout time.Duration) error {
 	return ErrMetaDropped
 }
 
+// ErrLeaveUnconfirmed is Leave's error when no peer took the leave
+// message within the timeout (memberlist's "timeout waiting for leave
+// broadcast"): the peers are shutting down too, or unreachable. Nothing is
+// lost: a peer still running marks this member failed once its probes go
+// unanswered instead of seeing it leave.
+var ErrLeaveUnconfirmed = errors.New("leave cluster: no peer took the leave message in time (peers shutting down too, or unreachable); a peer still running will mark this member failed instead")
+
 // Leave announces departure and waits up to timeout, then shuts down. It is
-// idempotent.
+// idempotent. A leave no peer took in time is ErrLeaveUnconfirmed.
 func (c *Cluster) Leave(timeout time.Duration) error {
 	var err error
 	c.shutdownOnce.Do(func() {
@@ -610,6 +617,9 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 		c.logw.closing.Store(true)
 		if lerr := c.ml.Leave(timeout); lerr != nil {
 			err = fmt.Errorf("leave cluster: %w", lerr)
+			if lerr.Error() == "timeout waiting for leave broadcast" { // memberlist.go, Leave: its only timeout
+				err = ErrLeaveUnconfirmed
+			}
 		}
 		if serr := c.ml.Shutdown(); serr != nil && err == nil {
 			err = fmt.Errorf("shutdown gossip: %w", serr)

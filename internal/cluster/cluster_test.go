@@ -193,3 +193,32 @@ func TestSmallClusterMetaReachesEveryMember(t *testing.T) {
 		t.Logf("%d of %d updates missed the coordinator for %v", missed, updates, within)
 	}
 }
+
+// TestLeaveUnconfirmed: a member whose only peer vanished without leaving
+// (its gossip shut down, as when a whole cluster is stopped at once) gets
+// ErrLeaveUnconfirmed from Leave, which callers log as information; with
+// the peer still running the leave is taken and Leave returns nil.
+func TestLeaveUnconfirmed(t *testing.T) {
+	coord, _ := member(t, "coord", pb.Role_ROLE_COORDINATOR)
+	agent, _ := member(t, "agent-1", pb.Role_ROLE_AGENT)
+	other, _ := member(t, "agent-2", pb.Role_ROLE_AGENT)
+	for _, m := range []*Cluster{agent, other} {
+		if _, err := m.Join(context.Background(), []string{coord.Addr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "three members", func() bool { return len(coord.Members()) == 3 && len(agent.Members()) == 3 })
+	if err := other.Leave(time.Second); err != nil {
+		t.Fatalf("leave with live peers: %v, want nil", err)
+	}
+	waitFor(t, "two members", func() bool { return len(agent.Members()) == 2 })
+	coord.shutdownOnce.Do(func() { // gone without a word (its Leave, at cleanup, then does nothing)
+		close(coord.done)
+		if err := coord.ml.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := agent.Leave(200 * time.Millisecond); !errors.Is(err, ErrLeaveUnconfirmed) {
+		t.Fatalf("leave after the only peer vanished: %v, want ErrLeaveUnconfirmed", err)
+	}
+}
