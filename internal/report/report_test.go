@@ -214,6 +214,13 @@ func TestClientLateFlagged(t *testing.T) {
 		if c.flagged && (len(r.ClientBoundReasons) != 1 || r.ClientBoundReasons[0] != want) {
 			t.Errorf("reasons %q, want [%q]", r.ClientBoundReasons, want)
 		}
+		var text bytes.Buffer
+		if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("; %d left over 1.00ms late by the agents' own delay\n", c.late); !strings.Contains(text.String(), want) {
+			t.Errorf("text without %q:\n%s", want, text.String())
+		}
 		if r.ClientLate != c.late || r.AgentRows[0].ClientLate != c.late-1 {
 			t.Errorf("client_late %d, agent-1's %d: want %d and %d", r.ClientLate, r.AgentRows[0].ClientLate, c.late, c.late-1)
 		}

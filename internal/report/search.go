@@ -114,7 +114,7 @@ func WriteSearchText(w io.Writer, s *Search) error {
 		p.f("Knee: %s %s (%.0f %% CI %s .. %s): the SLOs held at %s in %d of %d runs and broke at %s in %d of %d\n",
 			fmtLoad(s.Knee), s.Unit, 100*s.KneeConfidence, fmtLoad(s.KneeLo), fmtLoad(s.KneeHi),
 			fmtLoad(s.Passing), s.PassingHeld, s.Repeats, fmtLoad(s.Failing), s.FailingBroke, s.Repeats)
-		p.f("At the knee: %.2f requests/s achieved, p99 %s\n", s.KneeRPS, fmtUs(float64(s.KneeP99Us)))
+		p.f("At %s (the bracket's passing step, medians of its runs): %.2f requests/s achieved, p99 %s\n", fmtLoad(s.Passing), s.KneeRPS, fmtUs(float64(s.KneeP99Us)))
 	default:
 		p.f("%s: %s\n", strings.ToUpper(strings.ReplaceAll(s.Outcome, "_", " ")), s.Message)
 	}

@@ -275,6 +275,9 @@ func (r *Report) writeCluster(p *printer) {
 		if r.Queued > 0 {
 			never += fmt.Sprintf("; %d waited for a busy connection", r.Queued)
 		}
+		if r.ClientLate > 0 {
+			never += fmt.Sprintf("; %d left over %s late by the agents' own delay", r.ClientLate, fmtUs(float64(LatenessLimit.Microseconds())))
+		}
 		if cr := r.ConnectionRate; cr != nil {
 			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), never)
 		} else {
