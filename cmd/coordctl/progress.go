@@ -202,7 +202,7 @@ func (v *progressView) clientBound(pr *pb.Progress) string {
 	}
 	if v.open {
 		c := pr.GetCounters()
-		scheduled := pr.GetRequests() + pr.GetErrors() + c.GetUnsent()
+		scheduled := pr.GetRequests() + pr.GetErrors() + c.GetUnsent() - c.GetCarried()
 		// Sends late for a free connection (backlogged) are the server's.
 		late := pt.GetMissed() - c.GetBacklogged()
 		if scheduled > 0 && float64(late) > report.ClientMissedLimit*float64(scheduled) {

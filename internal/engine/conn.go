@@ -265,6 +265,11 @@ type outcome struct {
 	// it); clientLate: the send left more than measure.ClientLateLimit
 	// after both (the client's own delay).
 	queued, clientLate bool
+	// carried: a paced send intended in the warm-up that ended in the
+	// window (or was in flight at its end): counted there as a request
+	// (by its end) but not as one of the window's scheduled sends, so its
+	// lateness and late-send counts stay out of the window's.
+	carried bool
 	// follow: a connection-rate connection's request after its first,
 	// sent at once (not paced: no lateness, never missed).
 	follow bool
@@ -376,6 +381,7 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 	if !e.windowEnd.IsZero() && !o.end.Before(e.windowEnd) {
 		if !inWindow {
 			t.issued.Add(1) // carried from the warm-up, in flight at the end
+			o.carried = o.paced
 		}
 		t.inFlight.Add(1)
 		w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), o)
@@ -385,6 +391,7 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 	if k >= 0 {
 		if !inWindow {
 			t.issued.Add(1) // issued in the warm-up, ended in the window
+			o.carried = o.paced
 		}
 		end := int64(o.end.Sub(e.mono)) + 1
 		for {
@@ -515,11 +522,14 @@ func (o *outcome) classifyLate(t0 time.Time) {
 // closed, what it did besides its outcome: the connection it opened and
 // its retry, which are real even though the request is not counted.
 func (r *recorder) recordSide(k int, o *outcome) {
-	if o.conn == nil && !o.retried && o.hops == 0 {
+	if o.conn == nil && !o.retried && o.hops == 0 && !o.carried {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if o.carried {
+		r.counts(k).Carried++
+	}
 	r.recordTraffic(k, o)
 	if o.retried {
 		r.counts(k).Retries++
@@ -535,20 +545,26 @@ func (r *recorder) record(k int, o *outcome) {
 	if o.retried {
 		cnt.Retries++
 	}
-	if o.missed {
-		cnt.Missed++
-		if o.backlogged {
-			cnt.Backlogged++
+	switch {
+	case o.carried:
+		// A warm-up ticket: not one of the window's scheduled sends.
+		cnt.Carried++
+	case o.paced:
+		if o.missed {
+			cnt.Missed++
+			if o.backlogged {
+				cnt.Backlogged++
+			}
 		}
-	}
-	if o.queued {
-		cnt.Queued++
-	}
-	if o.clientLate {
-		cnt.ClientLate++
-	}
-	if o.paced && k >= 0 {
-		r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
+		if o.queued {
+			cnt.Queued++
+		}
+		if o.clientLate {
+			cnt.ClientLate++
+		}
+		if k >= 0 {
+			r.slotFor(k).hists.Lateness.Record(max(o.sent.Sub(o.start), 0))
+		}
 	}
 	if k >= 0 && r.mix != nil && !o.noRequest {
 		r.mix.record(o.entry, o)

@@ -102,6 +102,8 @@ func handshakeOnly(e *Engine, c rateConn, t0 time.Time, inWindow bool, free *tim
 		w.rec.recordSide(e.intervalOf(e.windowEnd.Add(-1)), &o)
 		return false
 	}
-	w.rec.record(e.intervalOf(o.end), &o)
+	k := e.intervalOf(o.end)
+	o.carried = !inWindow && k >= 0 // a warm-up ticket that ended in the window
+	w.rec.record(k, &o)
 	return true
 }

@@ -864,18 +864,16 @@ func (e *Engine) countUnsent(k int, until time.Time) {
 		return
 	}
 	end := e.rawCutoff(until.Sub(e.mono)) // paced before until
+	ws := e.rawCutoff(e.windowStart.Sub(e.mono))
 	for _, w := range e.workers {
 		if !w.open {
 			continue
 		}
-		due := w.sched.cumulative(end) - w.phase
-		if due < 0 {
-			continue
-		}
-		unsent := int64(due) + 1 - w.taken.Load()
-		if at, ok := w.sched.at(float64(int64(due)) + w.phase); !ok || at >= end {
-			unsent-- // the last due ticket falls at or after the end
-		}
+		// Tickets are taken in order: those not taken are the latest due.
+		// Only the window's count; a warm-up ticket never taken is the
+		// warm-up's (its counts are not reported).
+		due := w.ticketsBefore(end)
+		unsent := min(due-w.taken.Load(), due-w.ticketsBefore(ws))
 		if unsent > 0 {
 			w.rec.mu.Lock()
 			cnt := w.rec.counts(k)
@@ -885,6 +883,20 @@ func (e *Engine) countUnsent(k int, until time.Time) {
 			w.rec.mu.Unlock()
 		}
 	}
+}
+
+// ticketsBefore returns how many of worker w's open-loop tickets the
+// schedule has due before raw instant t (from the engine's start).
+func (w *worker) ticketsBefore(t time.Duration) int64 {
+	due := w.sched.cumulative(t) - w.phase
+	if due < 0 {
+		return 0
+	}
+	n := int64(due) + 1
+	if at, ok := w.sched.at(float64(int64(due)) + w.phase); !ok || at >= t {
+		n-- // the last ticket counted falls at or after t
+	}
+	return n
 }
 
 // EndWindow ends the measurement window now, before its planned end (or

@@ -387,6 +387,39 @@ func TestOpenLoopUnsentAreMissed(t *testing.T) {
 	}
 }
 
+// TestOpenLoopWarmupBacklogCarried: when the warm-up ends with its sends
+// still waiting for connections the server holds, the window's requests are
+// warm-up tickets (carried: counted by their end, but not as the window's
+// scheduled sends), and its unsent are the window's own tickets alone: the
+// sends scheduled in the window, issued + unsent − carried, are its 200.
+func TestOpenLoopWarmupBacklogCarried(t *testing.T) {
+	srv, _, ca := tlsTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(400 * time.Millisecond) })
+	e := newEngine(t, plan.Plan{URL: srv.URL, Connections: 2, Load: plan.OpenLoop, Rate: 200, Warmup: 500 * time.Millisecond,
+		Duration: time.Second, Timeout: 5 * time.Second, TLS: plan.TLS{CAPEM: ca}}, 2)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total measure.Counts
+	var late int64
+	res, err := e.Run(context.Background(), time.Now().Add(20*time.Millisecond), func(iv Interval) {
+		total.Add(&iv.Counts)
+		late += iv.Hists.Lateness.Count()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("issued %d, carried %d, unsent %d, missed %d, requests %d, in flight %d", res.Issued, total.Carried, total.Unsent, total.Missed, total.Requests, res.InFlight)
+	if total.Carried == 0 || total.Carried > res.Issued {
+		t.Errorf("carried %d of %d issued: the window's requests are warm-up tickets, want some and at most all", total.Carried, res.Issued)
+	}
+	if got := res.Issued + total.Unsent - total.Carried; got < 199 || got > 200 {
+		t.Errorf("issued %d + unsent %d − carried %d = %d: want the window's 200 scheduled sends", res.Issued, total.Unsent, total.Carried, got)
+	}
+	if total.Missed < total.Unsent || late > res.Issued-total.Carried {
+		t.Errorf("missed %d, unsent %d, lateness samples %d: want the unsent among the missed and no carried send's lateness", total.Missed, total.Unsent, late)
+	}
+}
+
 // TestOpenLoopGrowsDuringStall: while every connection is stuck on a
 // stalled server, requests still come due; the engine opens connections
 // (up to the cap) to send them on schedule instead of waiting.

@@ -116,6 +116,13 @@ type Counts struct {
 	// connection's freeing: the client's own delay (a late timer wake, a
 	// starved CPU), which a wait for a busy connection never adds to.
 	ClientLate int64
+	// Carried counts the open-loop sends intended in the warm-up that
+	// ended in the window (or were in flight at its end): they are among
+	// Requests (outcomes go by their end), errors and in flight, but not
+	// among the window's scheduled sends, so Missed, Backlogged, Queued,
+	// ClientLate and the lateness histogram leave them out. On a total,
+	// the sends scheduled in the window are Issued + Unsent − Carried.
+	Carried int64
 	// TLS counts negotiated parameters per connection, keyed
 	// "version:TLS 1.3", "cipher:...", "group:X25519", "alpn:h2". Nil until
 	// the first.
@@ -150,6 +157,7 @@ func (c *Counts) Add(o *Counts) {
 	c.GrowthRefused += o.GrowthRefused
 	c.Queued += o.Queued
 	c.ClientLate += o.ClientLate
+	c.Carried += o.Carried
 	c.HandshakesFull += o.HandshakesFull
 	c.HandshakesRefused += o.HandshakesRefused
 	c.HandshakesResumed += o.HandshakesResumed

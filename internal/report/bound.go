@@ -38,7 +38,8 @@ const (
 const LatenessLimit = measure.ClientLateLimit
 
 // scheduled returns the open-loop sends the schedule had due in the
-// window: those issued and those never sent (Missed counts both). A
+// window: those issued and those never sent (Missed counts both), less
+// the warm-up's sends carried into the window (Carried). A
 // connection rate's schedule is of connections (each ticket's start, late
 // or not, is one send: its first request, or its handshake alone with
 // --requests-per-connection 0): those opened, those that failed to open
@@ -52,14 +53,14 @@ const LatenessLimit = measure.ClientLateLimit
 func (r *Report) scheduled() int64 {
 	cr := r.ConnectionRate
 	if cr == nil {
-		return r.Issued + r.Unsent
+		return r.Issued + r.Unsent - r.Carried
 	}
 	if cr.RequestsPerConnection == 0 {
-		return cr.Connections + r.ErrorTotal() + r.Unsent
+		return cr.Connections + r.ErrorTotal() + r.Unsent - r.Carried
 	}
 	failed := r.Errors["connect"] + r.Errors["tls"] + r.Errors["ports"] + r.Errors["local"]
 	starts := max(cr.Connections+failed, r.Issued-int64(cr.RequestsPerConnection-1)*cr.Connections)
-	return starts + r.Unsent
+	return starts + r.Unsent - r.Carried
 }
 
 // flagBound names what limited the run: the client (ClientBound, each

@@ -39,6 +39,24 @@ func TestServerBound(t *testing.T) {
 		t.Errorf("text:\n%s", text.String())
 	}
 
+	// Sends of the warm-up that ended in the window are not its scheduled
+	// sends.
+	res.Counters.Carried = 45
+	if r, err = wire.ReportFromResult(res); err != nil {
+		t.Fatal(err)
+	}
+	if want := "290 of 1000 scheduled sends (29.0 %) found every connection busy"; !r.ServerBound || !strings.HasPrefix(r.ServerBoundReasons[0], want) {
+		t.Errorf("with 45 carried: server-bound %v %q, want %q", r.ServerBound, r.ServerBoundReasons, want)
+	}
+	text.Reset()
+	if err := r.WriteText(&text, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "; 45 sends of the warm-up ended in the window") {
+		t.Errorf("text without the carried sends:\n%s", text.String())
+	}
+	res.Counters.Carried = 0
+
 	res.Counters.Backlogged = 40 // only the unsent: 260 late by the agent
 	if r, err = wire.ReportFromResult(res); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func Build(r *Run) (*Report, error) {
 		GrowthRefused:         c.GrowthRefused,
 		Queued:                c.Queued,
 		ClientLate:            c.ClientLate,
+		Carried:               c.Carried,
 	}
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"

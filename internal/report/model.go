@@ -323,6 +323,14 @@ type Report struct {
 	// connection's freeing: the agents' own delay. Over ClientMissedLimit
 	// of the sends it flags the run client-bound. Omitted when 0.
 	ClientLate int64 `json:"client_late,omitempty"`
+	// Carried counts the open-loop sends intended in the warm-up that
+	// ended in the window (or were in flight at its end): they are among
+	// Requests, the errors and InFlight (outcomes go by their end, their
+	// latency from their intended time), but not among the window's
+	// scheduled sends, which are Issued + Unsent − Carried; Missed,
+	// Backlogged, Queued, ClientLate and SendLatenessUs leave them out.
+	// Omitted when 0.
+	Carried int64 `json:"carried,omitempty"`
 	// ServiceTimeUs summarizes open-loop latencies from the actual send
 	// (wrk2's uncorrected histogram); null in closed loop.
 	ServiceTimeUs *hist.Summary `json:"service_time_us"`

@@ -275,6 +275,9 @@ func (r *Report) writeCluster(p *printer) {
 		if r.Queued > 0 {
 			never += fmt.Sprintf("; %d waited for a busy connection", r.Queued)
 		}
+		if r.Carried > 0 {
+			never += fmt.Sprintf("; %d sends of the warm-up ended in the window", r.Carried)
+		}
 		if r.ClientLate > 0 {
 			never += fmt.Sprintf("; %d left over %s late by the agents' own delay", r.ClientLate, fmtUs(float64(LatenessLimit.Microseconds())))
 		}

@@ -211,7 +211,7 @@ func CountsToProto(c *measure.Counts) *pb.Counters {
 		ConnectionsOpened: c.ConnectionsOpened, Reconnects: c.Reconnects, Retries: c.Retries, Redirects: c.Redirects,
 		HandshakesFull: c.HandshakesFull, HandshakesResumed: c.HandshakesResumed, HandshakesRefused: c.HandshakesRefused,
 		HandshakesEarlyOffered: c.HandshakesEarlyOffered, HandshakesEarlyAccepted: c.HandshakesEarlyAccepted,
-		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, GrowthRefused: c.GrowthRefused, Queued: c.Queued, ClientLate: c.ClientLate, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
+		Missed: c.Missed, Unsent: c.Unsent, Backlogged: c.Backlogged, GrowthRefused: c.GrowthRefused, Queued: c.Queued, ClientLate: c.ClientLate, Carried: c.Carried, HeaderBytes: c.HeaderBytes, BodyBytes: c.BodyBytes, HeaderFieldBytes: c.HeaderFieldBytes,
 	}
 	for enc, n := range c.EncodingMap() {
 		if out.ContentEncoding == nil {
@@ -266,7 +266,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		ConnectionsOpened: m.GetConnectionsOpened(), Reconnects: m.GetReconnects(), Retries: m.GetRetries(), Redirects: m.GetRedirects(),
 		HandshakesFull: m.GetHandshakesFull(), HandshakesResumed: m.GetHandshakesResumed(), HandshakesRefused: m.GetHandshakesRefused(),
 		HandshakesEarlyOffered: m.GetHandshakesEarlyOffered(), HandshakesEarlyAccepted: m.GetHandshakesEarlyAccepted(),
-		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), GrowthRefused: m.GetGrowthRefused(), Queued: m.GetQueued(), ClientLate: m.GetClientLate(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
+		Missed: m.GetMissed(), Unsent: m.GetUnsent(), Backlogged: m.GetBacklogged(), GrowthRefused: m.GetGrowthRefused(), Queued: m.GetQueued(), ClientLate: m.GetClientLate(), Carried: m.GetCarried(), HeaderBytes: m.GetHeaderBytes(), BodyBytes: m.GetBodyBytes(), HeaderFieldBytes: m.GetHeaderFieldBytes(),
 	}
 	for _, f := range []struct {
 		name string
@@ -276,7 +276,7 @@ func CountsFromProto(m *pb.Counters) (measure.Counts, error) {
 		{"connections_opened", c.ConnectionsOpened}, {"reconnects", c.Reconnects}, {"retries", c.Retries}, {"redirects", c.Redirects},
 		{"handshakes_full", c.HandshakesFull}, {"handshakes_resumed", c.HandshakesResumed}, {"handshakes_refused", c.HandshakesRefused},
 		{"handshakes_early_offered", c.HandshakesEarlyOffered}, {"handshakes_early_accepted", c.HandshakesEarlyAccepted},
-		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"growth_refused", c.GrowthRefused}, {"queued", c.Queued}, {"client_late", c.ClientLate}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
+		{"missed", c.Missed}, {"unsent", c.Unsent}, {"backlogged", c.Backlogged}, {"growth_refused", c.GrowthRefused}, {"queued", c.Queued}, {"client_late", c.ClientLate}, {"carried", c.Carried}, {"header_bytes", c.HeaderBytes}, {"body_bytes", c.BodyBytes}, {"header_field_bytes", c.HeaderFieldBytes},
 	} {
 		if err := checkCount(f.name, f.v); err != nil {
 			return measure.Counts{}, err

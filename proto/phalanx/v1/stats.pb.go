@@ -111,7 +111,12 @@ type Counters struct {
 	// client_late counts open-loop sends that left more than 1 ms
 	// (measure.ClientLateLimit) after both their intended time and their
 	// connection's freeing: the client's own delay.
-	ClientLate    int64 `protobuf:"varint,45,opt,name=client_late,json=clientLate,proto3" json:"client_late,omitempty"`
+	ClientLate int64 `protobuf:"varint,45,opt,name=client_late,json=clientLate,proto3" json:"client_late,omitempty"`
+	// carried counts open-loop sends intended in the warm-up that ended in
+	// the window (or were in flight at its end): among its requests, errors
+	// and in flight, not among its scheduled sends (issued + unsent -
+	// carried on a total).
+	Carried       int64 `protobuf:"varint,46,opt,name=carried,proto3" json:"carried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -317,6 +322,13 @@ func (x *Counters) GetQueued() int64 {
 func (x *Counters) GetClientLate() int64 {
 	if x != nil {
 		return x.ClientLate
+	}
+	return 0
+}
+
+func (x *Counters) GetCarried() int64 {
+	if x != nil {
+		return x.Carried
 	}
 	return 0
 }
@@ -754,7 +766,8 @@ var File_phalanx_v1_stats_proto protoreflect.FileDescriptor
 const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"\x16phalanx/v1/stats.proto\x12\n" +
-	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\xee\t\n" +
+	"phalanx.v1\x1a\x1egoogle/protobuf/duration.proto\"\x88\n" +
+	"\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x03R\x06issued\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x1d\n" +
@@ -788,7 +801,8 @@ const file_phalanx_v1_stats_proto_rawDesc = "" +
 	"\x19handshakes_early_accepted\x18+ \x01(\x03R\x17handshakesEarlyAccepted\x12\x16\n" +
 	"\x06queued\x18, \x01(\x03R\x06queued\x12\x1f\n" +
 	"\vclient_late\x18- \x01(\x03R\n" +
-	"clientLate\x1a9\n" +
+	"clientLate\x12\x18\n" +
+	"\acarried\x18. \x01(\x03R\acarried\x1a9\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
