@@ -140,7 +140,7 @@ func (r *Report) clientLateAgents() string {
 	var names []string
 	for i, a := range rows {
 		if i == 3 {
-			names = append(names, fmt.Sprintf("%d more agents", len(rows)-3))
+			names = append(names, pluralOf(int64(len(rows)-3), "more agent", "more agents"))
 			break
 		}
 		names = append(names, fmt.Sprintf("agent %s's %d", a.Name, a.ClientLate))
