@@ -225,6 +225,21 @@ func TestClientLateFlagged(t *testing.T) {
 			t.Errorf("client_late %d, agent-1's %d: want %d and %d", r.ClientLate, r.AgentRows[0].ClientLate, c.late, c.late-1)
 		}
 	}
+	// More than three agents with client-late sends: the three with the
+	// most, and how many more.
+	res = openResult(t, 2500)
+	res.Counters.ClientLate = 20
+	res.Agents[0].ClientLate, res.Agents[1].ClientLate = 2, 1
+	for i, n := range []int64{9, 5, 3} {
+		res.Agents = append(res.Agents, &pb.AgentResult{Name: fmt.Sprintf("agent-%d", i+3), ClientLate: n, CpuTime: durationpb.New(0), Cpus: 1})
+	}
+	r, err = wire.ReportFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(over 1.00ms late by their own delay: agent agent-3's 9, agent agent-4's 5, agent agent-5's 3, 2 more agents)"; len(r.ClientBoundReasons) != 1 || !strings.HasSuffix(r.ClientBoundReasons[0], want) {
+		t.Errorf("reasons %q, want one ending %q", r.ClientBoundReasons, want)
+	}
 }
 
 func TestFromResult(t *testing.T) {
