@@ -627,7 +627,7 @@ func BenchmarkHTMLDayInBrowser(b *testing.B) {
 func TestHTMLSearchInBrowser(t *testing.T) {
 	s := &report.Search{SearchID: "search-20261202T050000Z-1a2b3c", URL: "https://127.0.0.1:8443/", Mode: "open", Unit: "requests/s",
 		SLOs: []string{"p99<3ms"}, RangeFrom: 1000, RangeTo: 16000, Precision: 0.02, Repeats: 3, Outcome: "found",
-		Knee: 4010, KneeLo: 3950, KneeHi: 4080, KneeConfidence: 0.95, Passing: 4000, Failing: 4080, KneeRPS: 3998.2, KneeP99Us: 2710, ElapsedS: 410}
+		Knee: 4010, KneeLo: 3950, KneeHi: 4080, KneeConfidence: 0.95, Passing: 4000, Failing: 4080, PassingHeld: 3, FailingBroke: 2, KneeRPS: 3998.2, KneeP99Us: 2710, ElapsedS: 410}
 	for i, x := range []float64{1000, 2000, 4000, 8000, 6000, 5000, 4500, 4250, 4125, 4000, 4080} {
 		p99, verdict := int64(800+x*x/8000), "pass"
 		if p99 >= 3000 {
@@ -674,7 +674,7 @@ func TestHTMLSearchInBrowser(t *testing.T) {
 	if st.Ink < 200 || st.Pass != len(s.Curve)-fails || st.Fail != fails || fails == 0 {
 		t.Errorf("curve: %d coloured pixels, %d pass and %d fail points; want it drawn with %d and %d", st.Ink, st.Pass, st.Fail, len(s.Curve)-fails, fails)
 	}
-	for _, want := range []string{"4,010 requests/s", "3,950 .. 4,080", "95 % CI", "2.71ms"} {
+	for _, want := range []string{"4,010 requests/s", "3,950 .. 4,080", "95 % CI", "2.71ms", "held in 3 of 3 runs / broke in 2 of 3", "p99 at 4,000"} {
 		if !strings.Contains(st.Answer, want) {
 			t.Errorf("answer lacks %q:\n%s", want, st.Answer)
 		}

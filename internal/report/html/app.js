@@ -519,7 +519,8 @@
       ' ' + fmtNum(S.range_from, 0) + '..' + fmtNum(S.range_to, 0) + ' · SLO ' + (S.slos || []).join(' and ') + ' · ' + fmtSecs(S.elapsed_s);
     const answer = S.outcome === 'found'
       ? el('div', { class: 'kpis' }, ...[[fmtNum(S.knee, 1) + ' ' + S.unit, 'knee'], [fmtNum(S.knee_lo, 1) + ' .. ' + fmtNum(S.knee_hi, 1), fmtNum(100 * S.knee_confidence, 0) + ' % CI'],
-        [fmtNum(S.passing, 1) + ' / ' + fmtNum(S.failing, 1), 'held / broke (' + S.repeats + ' repeats)'], [fmtNum(S.knee_rps, 1), 'requests/s at the knee'], [fmtUs(S.knee_p99_us), 'p99 at the knee']]
+        [fmtNum(S.passing, 1) + ' / ' + fmtNum(S.failing, 1), 'held in ' + (S.passing_held || 0) + ' of ' + S.repeats + ' runs / broke in ' + (S.failing_broke || 0) + ' of ' + S.repeats],
+        [fmtNum(S.knee_rps, 1), 'requests/s at ' + fmtNum(S.passing, 1) + ' (the passing step)'], [fmtUs(S.knee_p99_us), 'p99 at ' + fmtNum(S.passing, 1)]]
         .map(([v, l]) => el('div', { class: 'kpi' }, el('b', {}, v), el('span', {}, l))))
       : el('div', { class: 'notice' + (S.outcome === 'inconclusive' ? ' bad' : '') }, S.outcome.replace('_', ' ') + ': ' + S.message +
         ((S.saturated_agents || []).length ? ' (saturated: ' + S.saturated_agents.join(', ') + (S.more_agents ? '; about ' + S.more_agents + ' more agents needed' : '') + ')' : ''));
