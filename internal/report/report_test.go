@@ -194,8 +194,8 @@ func TestClientLateFlagged(t *testing.T) {
 	if !strings.Contains(text.String(), "; 20 waited for a busy connection\n") {
 		t.Errorf("text without the queued sends:\n%s", text.String())
 	}
-	// 1005 issued, of which 2 in flight at the end: 1003 scheduled
-	// (openResult), so 1 % is 10.03 sends.
+	// 1005 issued (2 of them in flight at the end) and none unsent: 1005
+	// scheduled (openResult), so 1 % is 10.05 sends.
 	for _, c := range []struct {
 		late    int64
 		flagged bool
