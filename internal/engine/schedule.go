@@ -4,15 +4,13 @@ import (
 	"math"
 	"time"
 
+	"github.com/phalanxload/phalanx/internal/measure"
 	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // MissThreshold is how late an open-loop send may start before it counts
-// as missed. Go's timers wake up to about a millisecond late on an idle
-// machine (and more in a VM), so a tighter bound would flag every run;
-// lateness below it still shows in the latency, measured from the
-// intended time.
-const MissThreshold = 5 * time.Millisecond
+// as missed (measure.MissThreshold, where the report reads it too).
+const MissThreshold = measure.MissThreshold
 
 // segment is a linear piece of a target function: from `from` at start to
 // `to` at start+dur. n0 is the cumulative count (the integral of a rate)

@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// MissThreshold is how late an open-loop send may start before it counts
+// as missed (Counts.Missed). Go's timers wake up to about a millisecond
+// late on an idle machine (and more in a VM), so a tighter bound would
+// flag every run; lateness below it still shows in the latency, measured
+// from the intended time.
+const MissThreshold = 5 * time.Millisecond
+
 // ClientLateLimit is how late after both its intended time and its
 // connection's freeing an open-loop send may leave before it counts as
 // ClientLate: the agent's own delay at which its lateness becomes a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/phalanxload/phalanx/internal/measure"
 )
@@ -115,7 +114,7 @@ func (r *Report) flagBound() {
 		if k := r.stallInterval(scheduled); k >= 0 {
 			pt := r.Timeline[k]
 			r.Stall = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) waited over %v for a busy connection, %d of them ending in the interval at %s-%s: a stall of the server or of the agents (from the client the two look alike), not a sustained limit; the latency includes it",
-				r.Backlogged, scheduled, sends, 100*float64(r.Backlogged)/float64(scheduled), missThreshold, pt.Backlogged,
+				r.Backlogged, scheduled, sends, 100*float64(r.Backlogged)/float64(scheduled), measure.MissThreshold, pt.Backlogged,
 				fmtSeconds(pt.StartS), fmtSeconds(pt.StartS+pt.DurationS))
 			return
 		}
@@ -150,10 +149,6 @@ func (r *Report) clientLateAgents() string {
 	}
 	return "over " + fmtUs(float64(LatenessLimit.Microseconds())) + " late by their own delay: " + strings.Join(names, ", ")
 }
-
-// missThreshold is the engine's MissThreshold (5 ms), which report does not
-// import: a send later than it is missed.
-const missThreshold = 5 * time.Millisecond
 
 // stallInterval returns the index in Timeline of the interval that held a
 // stall's backlog, or -1 when the backlog was no stall: nothing unsent,
