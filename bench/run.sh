@@ -47,6 +47,9 @@
 #        lateness rate also runs phalanx -R with --pacing-window at this window (sends
 #        bunched as h2load's 1-ms libev timer bunches them), compared with the same
 #        rounds' h2load runs: rows "rate N/s, window W" and "-R N, window W".
+#      BENCH_PACING_SPIN (1; 0 skips): each lateness rate also runs phalanx -R with
+#        --pacing-spin (each send's timer wait ended early, then spun to its instant):
+#        rows "-R N, spin".
 #      BENCH_CPS_RATE (500; 0 skips): the "cps" rows (selected by BENCH_ONLY like a
 #        scenario): new TLS connections/s, one request each, full handshakes: h2load
 #        -r (its short-connection mode: a client per connection, one request each,
@@ -80,6 +83,7 @@ MEM_SECS=${BENCH_MEM_SECONDS:-$([ "${BENCH_QUICK:-0}" = 1 ] && echo 5 || echo 10
 RATE_FRACTION=${BENCH_RATE_FRACTION:-0.6}
 LATENESS_RATES=${BENCH_LATENESS_RATES-200 2000 20000}
 PACING_WINDOW=${BENCH_PACING_WINDOW-1ms}
+PACING_SPIN=${BENCH_PACING_SPIN:-1}
 CPS_RATE=${BENCH_CPS_RATE:-500}
 NCPU=$(nproc)
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
@@ -763,6 +767,10 @@ if [ "$LATENESS" = 1 ]; then
                     run_phalanx "lateness-$proto" "R${rate}w" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s" --pacing-window "$PACING_WINDOW"
                     sleep 1
                 fi
+                if [ "$PACING_SPIN" = 1 ]; then
+                    run_phalanx "lateness-$proto" "R${rate}s" "$rate" "$r" "$URL" -- "${pf[@]}" -R "$rate" -d "${SECS}s" --pacing-spin
+                    sleep 1
+                fi
                 if [ "$proto" = h1 ]; then
                     # The machine's own floor: a thread sleeping on the kernel's
                     # high-resolution timer for the mean interval between sends,
@@ -804,6 +812,7 @@ if [ "$LATENESS" = 1 ]; then
             for rate in $LATENESS_RATES; do
                 src+=("lateness-$proto R$rate R$rate $rate")
                 [ -n "$PACING_WINDOW" ] && src+=("lateness-$proto R${rate}w R$rate $rate window $PACING_WINDOW")
+                [ "$PACING_SPIN" = 1 ] && src+=("lateness-$proto R${rate}s R$rate $rate spin")
             done
             ka=ka-h1; [ "$proto" = h2 ] && ka=ka-h2
             krate=$(awk -F'\t' -v s="$ka" '$1 == s && $2 == "rate" {print $3; exit}' "$TSV")

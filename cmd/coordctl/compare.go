@@ -187,6 +187,7 @@ type abFlags struct {
 	duration             windowDuration
 	warmup               wrkDuration
 	pacingWindow         wrkDuration
+	pacingSpin           bool
 	timeout              wrkDuration
 	connections, maxConn int
 	rate                 int64
@@ -297,6 +298,7 @@ compare --html).`,
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: target requests/s (0: closed loop, as wrk)")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a run may open when all are busy (default: 4 × -c)")
 	fl.Var(&f.pacingWindow, "pacing-window", "open loop (-R): round intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window; 0 schedules each request at its own instant")
+	fl.BoolVar(&f.pacingSpin, "pacing-spin", false, "open loop (-R): spin to each intended send time, as run --pacing-spin")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -315,7 +317,7 @@ compare --html).`,
 func (f *abFlags) plan(url string) (plan.Plan, error) {
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.duration),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents, Load: plan.ClosedLoop,
-		PacingWindow: time.Duration(f.pacingWindow)} // refused without -R by Validate
+		PacingWindow: time.Duration(f.pacingWindow), PacingSpin: f.pacingSpin} // refused without -R by Validate
 	if f.rate > 0 {
 		p.Load, p.Rate, p.MaxConnections = plan.OpenLoop, f.rate, f.maxConn
 		if p.MaxConnections == 0 {

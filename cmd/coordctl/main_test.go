@@ -186,6 +186,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--tls12-session-ids", "https://127.0.0.1/"}, "--tls12-session-ids: not supported: Go's crypto/tls client resumes TLS 1.2 only with session tickets"},
 		{[]string{"run", "-R", "-5", "https://127.0.0.1/"}, "-R/--rate -5: want a rate above 0 requests/s, or 0 for closed loop"},
 		{[]string{"run", "--pacing-window", "1ms", "https://127.0.0.1/"}, "coordctl: --pacing-window 1ms: a closed-loop plan has no schedule to bunch"},
+		{[]string{"run", "--pacing-spin", "https://127.0.0.1/"}, "coordctl: --pacing-spin: a closed-loop plan has no intended send times to spin to"},
 		{[]string{"run", "-R", "1000", "--pacing-window", "20ms", "https://127.0.0.1/"}, "coordctl: --pacing-window 20ms: want 0 (each request at its own instant, the default) up to 10ms"},
 		{[]string{"run", "--json", "/nonexistent/dir/x.json", "https://127.0.0.1/"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},
 		{[]string{"demo", "--json", "/nonexistent/dir/x.json"}, "--json: open /nonexistent/dir/x.json: no such file or directory"},

@@ -40,15 +40,21 @@ func applyTargetFlags(p *plan.Plan, insecure, http2 bool, headers []string, caFi
 }
 
 // pacingFlagErrors rewrites, in err (a plan's joined field errors), the
-// pacing_window field's error to name the --pacing-window flag that set
-// it, as coordctl run names its flags; the others are left as they are.
+// pacing_window and pacing_spin fields' errors to name the
+// --pacing-window and --pacing-spin flags that set them, as coordctl run
+// names its flags; the others are left as they are.
 func pacingFlagErrors(err error) error {
 	errs := joined(err)
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		var fe *plan.FieldError
-		if errors.As(e, &fe) && fe.Field == "pacing_window" {
-			e = fmt.Errorf("--pacing-window %s: %s", fe.Value, fe.Allowed)
+		if errors.As(e, &fe) {
+			switch fe.Field {
+			case "pacing_window":
+				e = fmt.Errorf("--pacing-window %s: %s", fe.Value, fe.Allowed)
+			case "pacing_spin":
+				e = fmt.Errorf("--pacing-spin: %s", fe.Allowed)
+			}
 		}
 		out[i] = e
 	}

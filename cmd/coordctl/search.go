@@ -38,6 +38,7 @@ type searchFlags struct {
 	window               windowDuration
 	warmup               wrkDuration
 	pacingWindow         wrkDuration
+	pacingSpin           bool
 	timeout              wrkDuration
 	connections, maxConn int
 	agents               int
@@ -157,6 +158,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 	fl.IntVarP(&f.connections, "connections", "c", plan.DefaultConnections, "open loop: connections to open (total); closed loop: searched instead")
 	fl.IntVar(&f.maxConn, "max-connections", 0, "open loop: connections a step may open when all are busy (default: 4 × -c)")
 	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each step's intended send times down to multiples of this window, e.g. 1ms, as run --pacing-window; 0 schedules each request at its own instant")
+	fl.BoolVar(&f.pacingSpin, "pacing-spin", false, "open loop: spin to each step's intended send times, as run --pacing-spin")
 	fl.Var(&f.timeout, "timeout", "per-request timeout")
 	fl.IntVar(&f.agents, "agents", 0, "number of agents to use (default: all live agents)")
 	fl.StringVar(&f.caFile, "cacert", "", "PEM file of CA certificates to trust besides the system pool")
@@ -209,7 +211,7 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 	}
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.window),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents,
-		PacingWindow: time.Duration(f.pacingWindow)} // refused in closed loop by Validate
+		PacingWindow: time.Duration(f.pacingWindow), PacingSpin: f.pacingSpin} // refused in closed loop by Validate
 	p.Load = plan.ClosedLoop
 	if !cfg.Closed {
 		p.Load, p.Rate = plan.OpenLoop, int64(cfg.From)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // sendClock is an open-loop worker's wake-up source: its slots wait on it
@@ -114,9 +116,10 @@ func (p Pacing) slotFds() bool {
 	return p == PacingPrecise || p == PacingSlotTimerfd || p == PacingSlotTimerfdSpin
 }
 
-// pacingSpin bounds how early PacingTimerfdSpin wakes before an intended
-// time, and so the CPU it spins per send.
-const pacingSpin = 50 * time.Microsecond
+// pacingSpin bounds how early the spinning pacings (PacingTimerfdSpin,
+// PacingSlotTimerfdSpin) wake before an intended time, and so the CPU
+// they spin per send: the plan's bound (plan.SpinLead).
+const pacingSpin = plan.SpinLead
 
 // String returns the pacing's name (as in the benchmarks).
 func (p Pacing) String() string {

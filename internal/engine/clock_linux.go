@@ -20,7 +20,16 @@ func newPreciseClock(p Pacing, stopped, ended <-chan struct{}, fds *atomic.Int64
 	}
 	switch p {
 	case PacingSlotTimerfd, PacingSlotTimerfdSpin:
-		return &slotClock{spin: p == PacingSlotTimerfdSpin, stopped: stopped, ended: ended, budget: fds, fallback: &goTimerClock{stopped: stopped, ended: ended}}
+		c := &slotClock{spin: p == PacingSlotTimerfdSpin, stopped: stopped, ended: ended, budget: fds, fallback: &goTimerClock{stopped: stopped, ended: ended}}
+		if c.spin {
+			// Until wake-ups are seen, the timers are set the most that
+			// is spun early: the slots arm their first tickets at the
+			// start, up to connections / rate ahead (2.5 s for 500
+			// HTTP/2 streams at 200/s), and with no lead they would
+			// all wake the timer's delay late.
+			c.early.Store(int64(pacingSpin))
+		}
+		return c
 	case PacingPrecise:
 		p = PacingTimerfd
 	case PacingTimerfd, PacingTimerfdSpin, PacingThread:
@@ -191,7 +200,7 @@ const slotBackstop = 500 * time.Microsecond
 // (descriptors the limit leaves beyond the connections).
 type slotClock struct {
 	spin           bool         // PacingSlotTimerfdSpin
-	early          atomic.Int64 // spin: ns the timers are set early (the wake-ups' mean delay)
+	early          atomic.Int64 // spin: ns the timers are set early (the wake-ups' mean delay; pacingSpin until one is seen)
 	stopped, ended <-chan struct{}
 	fallback       *goTimerClock
 	budget         *atomic.Int64 // timerfds still to be made (the engine's)

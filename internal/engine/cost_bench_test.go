@@ -123,6 +123,8 @@ func selfUsage() usage {
 // /proc/pid/stat) and the send lateness p50 / p99. Run with
 // -benchtime=1x; -count=N interleaves the pacings. This is where the cost
 // of a wake-up shows: every send at this rate waits for its own. The
+// plan's pacings (slot-timerfd, and slot-timerfd-spin for --pacing-spin)
+// also run at 200 and 20,000/s. The
 // window=1ms runs, at 2,000 and 20,000/s, add the plan's 1-ms pacing
 // window (the sends due in a millisecond released by one wake-up).
 func BenchmarkOpenLoopCost(b *testing.B) {
@@ -133,6 +135,17 @@ func BenchmarkOpenLoopCost(b *testing.B) {
 				openLoopCost(b, url, pid, 2000, pacing, 0)
 			}
 		})
+	}
+	// The plan's two precise pacings (plan.Plan.PacingSpin off and on) at
+	// a low and a high rate.
+	for _, rate := range []int{200, 20000} {
+		for _, pacing := range []Pacing{PacingSlotTimerfd, PacingSlotTimerfdSpin} {
+			b.Run(fmt.Sprintf("R=%d/%s", rate, pacing), func(b *testing.B) {
+				for range b.N {
+					openLoopCost(b, url, pid, rate, pacing, 0)
+				}
+			})
+		}
 	}
 	for _, rate := range []int{2000, 20000} {
 		for _, pacing := range []Pacing{PacingTimerfd, PacingSlotTimerfd} {

@@ -56,8 +56,9 @@ type Config struct {
 	// (nil): the plan's resolver, else the system's.
 	LookupHost func(ctx context.Context, host string) ([]string, error)
 	// Pacing is how open-loop slots wait for their intended send times.
-	// Default (zero) PacingPrecise; the others are kept to be measured
-	// against it (BenchmarkOpenLoopLateness).
+	// Default (zero) PacingPrecise, or PacingSlotTimerfdSpin when the
+	// plan asks for the spin (plan.Plan.PacingSpin); the others are kept
+	// to be measured against them (BenchmarkOpenLoopLateness).
 	Pacing Pacing
 }
 
@@ -197,6 +198,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Pacing == PacingPrecise && p.PacingSpin {
+		cfg.Pacing = PacingSlotTimerfdSpin // the plan's --pacing-spin
 	}
 	e := &Engine{cfg: cfg, plan: p, target: t, stopped: make(chan struct{}), endCh: make(chan struct{})}
 	e.pacer = newPacer(e, p.Load)

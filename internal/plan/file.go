@@ -28,6 +28,7 @@ type File struct {
 	Requests       int64         `yaml:"requests"`
 	Rate           int64         `yaml:"rate"`
 	PacingWindow   fileDuration  `yaml:"pacing_window"`
+	PacingSpin     bool          `yaml:"pacing_spin"`
 	MaxConnections int           `yaml:"max_connections"`
 	Warmup         fileDuration  `yaml:"warmup"`
 	Timeout        fileDuration  `yaml:"timeout"`
@@ -127,7 +128,7 @@ func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, e
 	}
 	p := Plan{
 		URL: f.URL, Method: f.Method, Connections: f.Connections,
-		Requests: f.Requests, Rate: f.Rate, PacingWindow: time.Duration(f.PacingWindow), MaxConnections: f.MaxConnections, Warmup: time.Duration(f.Warmup),
+		Requests: f.Requests, Rate: f.Rate, PacingWindow: time.Duration(f.PacingWindow), PacingSpin: f.PacingSpin, MaxConnections: f.MaxConnections, Warmup: time.Duration(f.Warmup),
 		Timeout: time.Duration(f.Timeout), Interval: time.Duration(f.Interval), Agents: f.Agents,
 		MaxStreams: f.MaxStreams, MaxRedirects: f.MaxRedirects, ConnectTo: f.ConnectTo, Resolver: f.Resolver,
 		TLS: TLS{

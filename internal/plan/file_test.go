@@ -39,6 +39,7 @@ func TestParseFile(t *testing.T) {
 url: https://app.test:8443/
 rate: 1000
 pacing_window: 500us
+pacing_spin: true
 connections: 20
 duration: 90
 warmup: 5s
@@ -74,7 +75,7 @@ mix:
 	if _, err := ParseFile([]byte(in), readFiles(files)); err == nil || !strings.Contains(err.Error(), "tls.ca_file certs/ca.pem: holds no PEM certificate") {
 		t.Errorf("ParseFile with a CA file of no PEM: %v, want tls.ca_file certs/ca.pem named", err)
 	}
-	if p.Rate != 1000 || p.PacingWindow != 500*time.Microsecond || p.Connections != 20 || p.Duration != 90*time.Second || p.Warmup != 5*time.Second || !p.NoKeepAlive ||
+	if p.Rate != 1000 || p.PacingWindow != 500*time.Microsecond || !p.PacingSpin || p.Connections != 20 || p.Duration != 90*time.Second || p.Warmup != 5*time.Second || !p.NoKeepAlive ||
 		string(p.Body) != "hello" || !p.TLS.Resume || len(p.Stages) != 2 || p.Stages[1].Duration != time.Minute ||
 		len(p.Mix) != 2 || p.Mix[0].Weight != 3 || string(p.Mix[1].Body) != "hello" || p.Headers[1].Value != "1, 2" {
 		t.Fatalf("ParseFile = %+v", p)

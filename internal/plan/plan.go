@@ -18,6 +18,9 @@ const (
 	// MaxPacingWindow bounds PacingWindow: a longer window would make the
 	// schedule's bunches, not the server, the latency measured.
 	MaxPacingWindow = 10 * time.Millisecond
+	// SpinLead bounds how early PacingSpin ends a send's timer wait,
+	// and so the CPU it spins per send.
+	SpinLead        = 100 * time.Microsecond
 	DefaultInterval = time.Second
 	// MaxRunLength bounds duration+timeout so that every latency fits the
 	// histogram range (internal/hist.HighestUs is 24 h).
@@ -106,6 +109,17 @@ type Plan struct {
 	// schedules every request at its own instant (the precise pacing);
 	// at most MaxPacingWindow; open loop only.
 	PacingWindow time.Duration
+	// PacingSpin, in open loop, ends each send's timer wait early by the
+	// worker's running mean of its timer wake-ups' delay (at most
+	// SpinLead) and spins, yielding the processor to other goroutines,
+	// to the intended instant (coordctl's --pacing-spin, the file's
+	// pacing_spin): the send lateness then holds the spin's few
+	// microseconds instead of the timer wake-up's tens, for the CPU of
+	// the spin (1.14-1.25 times the agent's CPU per request at 2,000
+	// and 20,000/s; README, Performance). Linux agents; elsewhere sends wait on Go timers
+	// whatever this says. Default false; open loop only; with
+	// PacingWindow the spin ends at each window's instant.
+	PacingSpin bool
 	// MaxConnections caps the connections an open-loop run may open when
 	// every connection is busy; default Connections (no growth). With
 	// ConnectionRate it is the cap on connections open at once
@@ -703,6 +717,9 @@ func (p *Plan) validateLoad() []error {
 	errs = append(errs, p.validateConnectionRate()...)
 	errs = append(errs, p.validateRedirects()...)
 	errs = append(errs, p.validatePacingWindow()...)
+	if p.PacingSpin && !p.OpenLoop() {
+		bad("pacing_spin", "true", "a closed-loop plan has no intended send times to spin to: give a rate, or drop the pacing spin")
+	}
 	if len(p.Stages) == 0 {
 		return errs
 	}

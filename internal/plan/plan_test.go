@@ -47,9 +47,9 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("valid plan: %v", err)
 	}
 	paced := base()
-	paced.Load, paced.Rate, paced.PacingWindow = OpenLoop, 2000, time.Millisecond
+	paced.Load, paced.Rate, paced.PacingWindow, paced.PacingSpin = OpenLoop, 2000, time.Millisecond, true
 	if err := paced.Validate(); err != nil {
-		t.Fatalf("open loop with a 1-ms pacing window: %v", err)
+		t.Fatalf("open loop with a 1-ms pacing window and the spin: %v", err)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -68,6 +68,7 @@ func TestValidate(t *testing.T) {
 		{"agents > conns", func(p *Plan) { p.Connections = 2; p.Agents = 3 }, "agents = 3: want at most connections (2)"},
 		{"too long", func(p *Plan) { p.Duration = 30 * time.Hour }, "duration + timeout must be at most 23h0m0s"},
 		{"pacing window closed loop", func(p *Plan) { p.PacingWindow = time.Millisecond }, "pacing_window = 1ms: a closed-loop plan has no schedule to bunch"},
+		{"pacing spin closed loop", func(p *Plan) { p.PacingSpin = true }, "pacing_spin = true: a closed-loop plan has no intended send times to spin to"},
 		{"pacing window too long", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, 20*time.Millisecond }, "pacing_window = 20ms: want 0"},
 		{"pacing window below a microsecond", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, time.Nanosecond }, "pacing_window = 1ns: want whole microseconds"},
 		{"pacing window negative", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, -time.Millisecond }, "pacing_window = -1ms: want 0"},

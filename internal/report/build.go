@@ -88,6 +88,7 @@ func Build(r *Run) (*Report, error) {
 	if r.Load == plan.OpenLoop {
 		rep.Mode, rep.LatencyBasis = "open", "intended send"
 		rep.PacingWindowUs = r.PacingWindow.Microseconds()
+		rep.PacingSpin = r.PacingSpin
 		rep.ServiceTimeUs = hs.Service.Summarize()
 		rep.SendLatenessUs = hs.Lateness.Summarize()
 	}

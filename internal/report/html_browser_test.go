@@ -58,7 +58,7 @@ func (s synth) run(tb testing.TB) *report.Run {
 	run := &report.Run{
 		ID: "20261201T120000Z-5e7a1c", Target: "https://127.0.0.1:8443/", Load: plan.OpenLoop,
 		Connections: 64, PlanDuration: window, StartedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Window: window,
-		OnAgentLoss: "abort", Histograms: hist.NewSet(), StartSkew: 180 * time.Microsecond, PacingWindow: time.Millisecond,
+		OnAgentLoss: "abort", Histograms: hist.NewSet(), StartSkew: 180 * time.Microsecond, PacingWindow: time.Millisecond, PacingSpin: true,
 	}
 	third := window / 3
 	for i := range 3 { // a ramp from 0 to the rate, then two stages at it
@@ -435,8 +435,10 @@ func TestHTMLReportInBrowser(t *testing.T) {
 			t.Errorf("agents section lacks %q:\n%s", want, st.Agents)
 		}
 	}
-	if want := "pacing window\t1 ms (intended send times rounded down"; !strings.Contains(st.Plan, want) {
-		t.Errorf("plan section lacks %q:\n%s", want, st.Plan)
+	for _, want := range []string{"pacing window\t1 ms (intended send times rounded down", "pacing spin\teach send's timer wait ended up to 100 µs early"} {
+		if !strings.Contains(st.Plan, want) {
+			t.Errorf("plan section lacks %q:\n%s", want, st.Plan)
+		}
 	}
 	for _, want := range []string{"p99<5ms\t4.48ms\t5.00ms\tpass", "errors<0.1%\t0.2 %\t0.1 %\tfail", "ttfb.p99<2ms\t1.75ms\t2.00ms\tpass"} {
 		if !strings.Contains(st.Thresholds, want) {

@@ -35,6 +35,9 @@ type Run struct {
 	// PacingWindow is the open-loop plan's pacing window (--pacing-window;
 	// 0: each request scheduled at its own instant).
 	PacingWindow time.Duration
+	// PacingSpin is set when the open-loop plan spun to each intended
+	// send time (--pacing-spin).
+	PacingSpin bool
 	// Connections is the plan's; PlanDuration its window (-d, 0 in count
 	// mode without one) and PlanRequests its count (-n, 0 in duration
 	// mode).
@@ -288,6 +291,10 @@ type Report struct {
 	// multiples of it, and latency and send lateness run from the rounded
 	// times. Omitted when 0 (each request at its own instant).
 	PacingWindowUs int64 `json:"pacing_window_us,omitempty"`
+	// PacingSpin is true when the open-loop plan ended each send's timer
+	// wait early and spun to its intended time (--pacing-spin), which
+	// narrows the send lateness for more client CPU. Omitted when false.
+	PacingSpin bool `json:"pacing_spin,omitempty"`
 	// Close is how the tool closed its connections: "fin" (the default)
 	// or "rst" (a TCP reset, --close rst).
 	Close string `json:"close"`

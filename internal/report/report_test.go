@@ -316,13 +316,13 @@ func TestClientBound(t *testing.T) {
 		!strings.Contains(b.String(), "\n  Latency Distribution\n") {
 		t.Errorf("open-loop text report:\n%s\nwant the latency measured from the intended send time, and wrk's distribution heading", b.String())
 	}
-	if strings.Contains(b.String(), "paced in") || r.PacingWindowUs != 0 {
-		t.Errorf("open loop without a pacing window reports one (%d µs):\n%s", r.PacingWindowUs, b.String())
+	if strings.Contains(b.String(), "paced in") || r.PacingWindowUs != 0 || strings.Contains(b.String(), "paced with a spin") || r.PacingSpin {
+		t.Errorf("open loop without a pacing window or spin reports one (%d µs, spin %v):\n%s", r.PacingWindowUs, r.PacingSpin, b.String())
 	}
-	// A pacing window reaches the report from the plan: the text says the
-	// sends were bunched, the JSON gives the window.
+	// A pacing window and the spin reach the report from the plan: the
+	// text says the sends were bunched and spun to, the JSON gives both.
 	paced := result(t)
-	paced.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500, PacingWindow: durationpb.New(time.Millisecond)}}
+	paced.Plan.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: 500, PacingWindow: durationpb.New(time.Millisecond), PacingSpin: true}}
 	rp, err := wire.ReportFromResult(paced)
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +337,9 @@ func TestClientBound(t *testing.T) {
 	}
 	if !strings.Contains(pt.String(), "  paced in 1ms windows: each intended send time rounded down") || !strings.Contains(string(js), `"pacing_window_us":1000`) {
 		t.Errorf("open loop with a 1-ms pacing window: text\n%s\nJSON %s\nwant the window stated in both", pt.String(), js)
+	}
+	if !strings.Contains(pt.String(), "  paced with a spin: each send's timer wait ended up to 100µs early") || !strings.Contains(string(js), `"pacing_spin":true`) {
+		t.Errorf("open loop with the pacing spin: text\n%s\nJSON %s\nwant the spin stated in both", pt.String(), js)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/hist"
 	"github.com/phalanxload/phalanx/internal/measure"
+	"github.com/phalanxload/phalanx/internal/plan"
 )
 
 // TextOptions selects optional text sections.
@@ -109,6 +110,9 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		}
 		if r.PacingWindowUs > 0 {
 			p.f("  paced in %v windows: each intended send time rounded down to a multiple of the window, so sends due in one window leave together\n", time.Duration(r.PacingWindowUs)*time.Microsecond)
+		}
+		if r.PacingSpin {
+			p.f("  paced with a spin: each send's timer wait ended up to %v early and the agent spun to the intended time\n", plan.SpinLead)
 		}
 	}
 	if r.MaxStreams > 0 {

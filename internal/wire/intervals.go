@@ -43,7 +43,7 @@ func ReportFromReceived(rc *Received, how string) (*report.Report, error) {
 func RunFromReceived(rc *Received, how string) (*report.Run, error) {
 	pl := PlanFromProto(rc.Plan)
 	run := &report.Run{
-		ID: rc.RunID, Target: pl.URL, Load: pl.Load, PacingWindow: pl.PacingWindow, Connections: int64(pl.Connections),
+		ID: rc.RunID, Target: pl.URL, Load: pl.Load, PacingWindow: pl.PacingWindow, PacingSpin: pl.PacingSpin, Connections: int64(pl.Connections),
 		PlanDuration: pl.Duration, PlanRequests: pl.Requests, StartedAt: rc.StartedAt,
 		Histograms: hist.NewSet(), Partial: true, OnAgentLoss: pl.OnAgentLoss.String(),
 		CoordinatorLost: how, AgentCount: rc.Agents,

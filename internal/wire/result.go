@@ -32,7 +32,7 @@ func RunFromProto(r *pb.RunResult) (*report.Run, error) {
 	}
 	p := PlanFromProto(r.GetPlan())
 	run := &report.Run{
-		ID: r.GetRunId(), Target: p.URL, Load: p.Load, ConnectionRate: p.ConnectionRate, RequestsPerConnection: p.RequestsPerConnection, ResumeRatio: p.TLS.ResumeRatio, CloseReset: p.CloseReset, PacingWindow: p.PacingWindow,
+		ID: r.GetRunId(), Target: p.URL, Load: p.Load, ConnectionRate: p.ConnectionRate, RequestsPerConnection: p.RequestsPerConnection, ResumeRatio: p.TLS.ResumeRatio, CloseReset: p.CloseReset, PacingWindow: p.PacingWindow, PacingSpin: p.PacingSpin,
 		Connections: int64(p.Connections), PlanDuration: p.Duration, PlanRequests: p.Requests,
 		MaxOpen:   maxOpen(p),
 		StartedAt: time.Unix(0, r.GetStartedAtUnixNano()), Window: r.GetWindow().AsDuration(), StoppedEarly: r.GetStoppedEarly(),

@@ -52,7 +52,7 @@ func PlanToProto(p plan.Plan) *pb.Plan {
 	}
 	switch p.Load {
 	case plan.OpenLoop:
-		out.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: p.Rate, Stages: stages, PacingWindow: dur(p.PacingWindow)}}
+		out.Load = &pb.Plan_OpenLoop{OpenLoop: &pb.OpenLoop{Rate: p.Rate, Stages: stages, PacingWindow: dur(p.PacingWindow), PacingSpin: p.PacingSpin}}
 	default:
 		if stages != nil {
 			out.Load = &pb.Plan_ClosedLoop{ClosedLoop: &pb.ClosedLoop{Stages: stages}}
@@ -127,6 +127,7 @@ func PlanFromProto(m *pb.Plan) plan.Plan {
 	if ol := m.GetOpenLoop(); ol != nil {
 		p.Load, p.Rate, stages = plan.OpenLoop, ol.GetRate(), ol.GetStages()
 		p.PacingWindow = ol.GetPacingWindow().AsDuration()
+		p.PacingSpin = ol.GetPacingSpin()
 	}
 	for _, st := range stages {
 		s := plan.Stage{Duration: st.GetDuration().AsDuration()}

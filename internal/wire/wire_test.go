@@ -38,6 +38,7 @@ func TestPlanLoadRoundTrip(t *testing.T) {
 			Stages: []plan.Stage{{Duration: time.Second, Rate: 2000}, {Duration: 2 * time.Second, Rate: 0}}},
 		{URL: "https://x/", Load: plan.OpenLoop, Stages: []plan.Stage{{Duration: time.Second, Rate: 5}}},
 		{URL: "https://x/", Load: plan.OpenLoop, Rate: 20000, PacingWindow: time.Millisecond},
+		{URL: "https://x/", Load: plan.OpenLoop, Rate: 200, PacingSpin: true},
 		{URL: "http://x/", Connections: 4, Stages: []plan.Stage{{Duration: time.Second, Connections: 9}}},
 		{URL: "http://x/", Connections: 4},
 		{URL: "https://x/", Connections: 4, Protocol: plan.H3, Load: plan.OpenLoop, Rate: 100, ConnectionRate: true, RequestsPerConnection: 2},

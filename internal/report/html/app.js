@@ -345,6 +345,7 @@
     if (r.plan_duration_s) planRows.push(['duration', fmtSecs(r.plan_duration_s)]);
     if (r.plan_requests) planRows.push(['requests', fmtNum(r.plan_requests, 0)]);
     if (open) planRows.push(['target RPS (window mean)', fmtNum(r.target_rps)], ['missed sends', fmtNum(r.missed, 0) + (r.unsent ? ' (' + fmtNum(r.unsent, 0) + ' never sent)' : '')]);
+    if (r.pacing_spin) planRows.push(['pacing spin', 'each send\'s timer wait ended up to 100 µs early, then spun to its intended time (--pacing-spin)']);
     if (r.pacing_window_us) planRows.push(['pacing window', fmtNum(r.pacing_window_us / 1000) + ' ms (intended send times rounded down to its multiples, --pacing-window)']);
     if (r.on_agent_loss) planRows.push(['on agent loss', r.on_agent_loss]);
     if ((r.tags || []).length) planRows.push(['tags', r.tags.join(', ')]);

@@ -520,7 +520,11 @@ type OpenLoop struct {
 	// the window from the start instant (--pacing-window), so that sends due
 	// in one window leave on one wake-up; unset or 0 paces each request at
 	// its own instant.
-	PacingWindow  *durationpb.Duration `protobuf:"bytes,3,opt,name=pacing_window,json=pacingWindow,proto3" json:"pacing_window,omitempty"`
+	PacingWindow *durationpb.Duration `protobuf:"bytes,3,opt,name=pacing_window,json=pacingWindow,proto3" json:"pacing_window,omitempty"`
+	// pacing_spin ends each send's timer wait early (by the wake-ups' mean
+	// delay, at most 100 µs) and spins to the intended instant
+	// (--pacing-spin): lateness of microseconds for the spin's CPU.
+	PacingSpin    bool `protobuf:"varint,4,opt,name=pacing_spin,json=pacingSpin,proto3" json:"pacing_spin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -574,6 +578,13 @@ func (x *OpenLoop) GetPacingWindow() *durationpb.Duration {
 		return x.PacingWindow
 	}
 	return nil
+}
+
+func (x *OpenLoop) GetPacingSpin() bool {
+	if x != nil {
+		return x.PacingSpin
+	}
+	return false
 }
 
 // Stage is a duration with a target (connections in closed loop,
@@ -1087,11 +1098,13 @@ const file_phalanx_v1_plan_proto_rawDesc = "" +
 	"\x04loadJ\x04\b\x0e\x10\x0fJ\x04\b\x13\x10\x14J\x04\b\x15\x10\x16R\x05http2R\x04rateR\x06stages\"7\n" +
 	"\n" +
 	"ClosedLoop\x12)\n" +
-	"\x06stages\x18\x01 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"\x89\x01\n" +
+	"\x06stages\x18\x01 \x03(\v2\x11.phalanx.v1.StageR\x06stages\"\xaa\x01\n" +
 	"\bOpenLoop\x12\x12\n" +
 	"\x04rate\x18\x01 \x01(\x03R\x04rate\x12)\n" +
 	"\x06stages\x18\x02 \x03(\v2\x11.phalanx.v1.StageR\x06stages\x12>\n" +
-	"\rpacing_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\fpacingWindow\"u\n" +
+	"\rpacing_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\fpacingWindow\x12\x1f\n" +
+	"\vpacing_spin\x18\x04 \x01(\bR\n" +
+	"pacingSpin\"u\n" +
 	"\x05Stage\x125\n" +
 	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x16\n" +
 	"\x06target\x18\x04 \x01(\x03R\x06targetJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04R\x04rateR\vconnections\"\x8d\x01\n" +
