@@ -177,15 +177,27 @@ func (rn *run) due(r *agentRun) time.Time {
 }
 
 // watchSilence gives up every running agent whose next message is overdue
-// by more than silenceLimit; it returns how many it gave up.
+// by more than silenceLimit; it returns how many it gave up. An agent's due
+// time only moves later (its next interval, the coordinator's stalls), so
+// no agent can be overdue before the earliest due time of the last scan
+// plus the limit: until then the watch does not look (a scan of 1,000
+// agents at every watchTick was 7 % of the coordinator's CPU in
+// BenchmarkCoordinatorAgents).
 func (rn *run) watchSilence(now time.Time, hooks RunHooks) int {
+	if now.Before(rn.silentAfter) {
+		return 0
+	}
 	n := 0
 	limit := rn.silenceLimit()
+	var earliest time.Time
 	for i, r := range rn.agents {
 		if r.done != nil || r.ended || r.err != nil {
 			continue // finished, or its stream's end is awaited with the deadline
 		}
 		due := rn.due(r)
+		if earliest.IsZero() || due.Before(earliest) {
+			earliest = due
+		}
 		if late := now.Sub(due); late > limit {
 			silent := now.Sub(r.lastMsg.Add(rn.stalled)).Round(100 * time.Millisecond)
 			err := fmt.Errorf("agent %s: silent for %v (interval %d overdue by %v; the limit is %d intervals + %v)",
@@ -194,6 +206,8 @@ func (rn *run) watchSilence(now time.Time, hooks RunHooks) int {
 			n++
 		}
 	}
+	// A lost agent's due time counted: the next scan comes no later.
+	rn.silentAfter = earliest.Add(limit)
 	return n
 }
 

@@ -214,6 +214,9 @@ type run struct {
 	lastStall time.Duration  // the last of them
 	stallEnd  time.Time      // when the last one ended
 	ivCounts  measure.Counts // the interval being merged's counters (handle)
+	// silentAfter is when the next agent may be overdue (watchSilence):
+	// no scan before it can find one.
+	silentAfter time.Time
 }
 
 // windowStart returns the window's start instant, coordinator clock.
