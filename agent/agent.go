@@ -413,6 +413,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("leave", "err", err) // the whole cluster stopping at once
 		} else if err != nil {
 			a.log.Warn("leave", "err", err)
+		} else {
+			a.log.Info("left the cluster") // its members were told: none waits for it to time out
 		}
 		stopGRPC(a.grpc, 2*time.Second)
 		a.watchers.Wait() // every stream has ended with the server

@@ -282,6 +282,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			c.log.Info("leave", "err", err) // the whole cluster stopping at once
 		} else if err != nil {
 			c.log.Warn("leave", "err", err)
+		} else {
+			c.log.Info("left the cluster") // its members were told: none waits for it to time out
 		}
 		done := make(chan struct{})
 		go func() { c.grpc.GracefulStop(); close(done) }()

@@ -11,7 +11,7 @@ import (
 
 // TestStartedLogNamesDataDir: the coordinator's start line says where
 // its runs are kept (the default is the daemon's directory, used silently
-// otherwise), or that they are not.
+// otherwise), or that they are not; its shutdown logs its leave.
 func TestStartedLogNamesDataDir(t *testing.T) {
 	for _, c := range []struct{ dir, want string }{
 		{t.TempDir(), ""},
@@ -38,6 +38,11 @@ func TestStartedLogNamesDataDir(t *testing.T) {
 		<-done
 		if lines := logs.Lines(`msg="coordinator started"`, want); len(lines) != 1 {
 			t.Errorf("start lines with %s: %q; logged:\n%s", want, lines, logs.String())
+		}
+		// Alone in its cluster, its leave is confirmed at once: the
+		// shutdown says so.
+		if lines := logs.Lines(`msg="left the cluster"`); len(lines) != 1 {
+			t.Errorf("leave lines after the shutdown: %q; logged:\n%s", lines, logs.String())
 		}
 	}
 }
