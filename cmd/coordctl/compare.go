@@ -201,14 +201,23 @@ type abFlags struct {
 	htmlFile             string
 }
 
-// newABCmd runs A and B interleaved (A B A B ...) and compares them.
+// abSide returns the side of coordctl ab's run i (from 0): 0 for A, 1 for
+// B, in pairs whose order alternates (A B, B A, A B, ...: an ABBA
+// counterbalanced order), so that a steady drift over the runs (the
+// client or the server warming, a cache filling) adds as much to A's runs
+// as to B's with an even --repeats, and 1/--repeats of one run's step more
+// to B's with an odd one, where A B A B ... adds a whole step to B's.
+func abSide(i int) int { return i%2 ^ (i/2)%2 }
+
+// newABCmd runs A and B interleaved (A B B A ...) and compares them.
 func newABCmd(co *coordinatorFlags) *cobra.Command {
 	f := abFlags{duration: windowDuration(5 * time.Second), timeout: wrkDuration(plan.DefaultTimeout)}
 	cmd := &cobra.Command{
 		Use:   "ab --a URL_A --b URL_B [flags]",
-		Short: "Run baseline A and candidate B interleaved (A B A B ...), tag them and compare them (coordctl compare)",
-		Long: `Run baseline A and candidate B --repeats times each, interleaved (A B A B ...)
-so that drift on the client side hits both equally. Every run is stored with
+		Short: "Run baseline A and candidate B interleaved (A B B A ...), tag them and compare them (coordctl compare)",
+		Long: `Run baseline A and candidate B --repeats times each, interleaved in pairs
+whose order alternates (A B B A A B ...), so that drift on the client or the
+server, even a steady one, hits both equally. Every run is stored with
 the tags ab:ID, ab:ID:a or ab:ID:b (and --tag), and the comparison is printed
 as coordctl compare prints it (coordctl compare tag:ab:ID:a tag:ab:ID:b shows
 it again). --html FILE also writes the comparison's HTML page (coordctl
@@ -254,8 +263,9 @@ compare --html).`,
 			stderr := cmd.ErrOrStderr()
 			var sides [2][]compare.Run
 			for i := 0; i < 2*f.repeats; i++ {
+				s := abSide(i)
 				side, p := "a", pa
-				if i%2 == 1 {
+				if s == 1 {
 					side, p = "b", pbl
 				}
 				if !f.quiet {
@@ -271,7 +281,7 @@ compare --html).`,
 				if err != nil {
 					return err
 				}
-				sides[i%2] = append(sides[i%2], compare.Run{Report: rep, Run: run})
+				sides[s] = append(sides[s], compare.Run{Report: rep, Run: run})
 			}
 			res, err := compare.Compare(sides[0], sides[1], f.include, 1)
 			if err != nil {
