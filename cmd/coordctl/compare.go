@@ -289,7 +289,14 @@ compare --html).`,
 				return fmt.Errorf("ab %s: %w", id, err)
 			}
 			if !f.asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "ab %s: A = %s, B = %s (tags ab:%s:a, ab:%s:b)\n", id, f.a, f.b, id, id)
+				pacing := ""
+				if pa.PacingWindow > 0 {
+					pacing += fmt.Sprintf("; paced in %v windows", pa.PacingWindow)
+				}
+				if pa.PacingSpin {
+					pacing += "; paced with a spin"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "ab %s: A = %s, B = %s (tags ab:%s:a, ab:%s:b)%s\n", id, f.a, f.b, id, id, pacing)
 			}
 			if err := writeComparison(cmd.OutOrStdout(), res, f.asJSON); err != nil {
 				return err

@@ -220,7 +220,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 	fl.Int64VarP(&f.requests, "requests", "n", 0, "count mode: exactly N requests across the cluster; with -d, whichever ends first")
 	fl.Int64VarP(&f.rate, "rate", "R", 0, "open loop: total target rate in requests/s across the cluster (wrk2's -R); latency from each request's intended send time")
 	fl.Var(&f.pacingWindow, "pacing-window", "open loop: round each intended send time down to a multiple of this window, e.g. 1ms, so sends due together leave on one timer wake-up (h2load's and wrk2's event loops tick at 1 ms); latency and lateness run from the rounded times; up to 10ms; 0 schedules each request at its own instant")
-	fl.BoolVar(&f.pacingSpin, "pacing-spin", false, "open loop: end each send's timer wait up to 100us early and spin (yielding the CPU) to its intended time: send lateness of a few µs instead of the timer wake-up's tens, for up to a quarter more agent CPU per request (Linux agents)")
+	fl.BoolVar(&f.pacingSpin, "pacing-spin", false, "open loop: end each send's timer wait up to 100us early and spin (yielding the CPU) to its intended time: send lateness of a few µs instead of the timer wake-up's tens, for 1.14-1.25 x the agent's CPU per request (Linux agents)")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open loop: connections the run may open when all are busy (default: -c)")
 	f.connRate.register(fl)
 	fl.IntVar(&f.maxRedirects, "max-redirects", 0, "redirect hops each request follows, same origin only (0: a 3xx is the response, as wrk); a loop or more hops is the redirect error")

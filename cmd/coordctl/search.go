@@ -126,6 +126,7 @@ func newSearchCmd(co *coordinatorFlags) *cobra.Command {
 				return err // nothing ran
 			}
 			res.SearchID, res.URL = id, base.URL
+			res.PacingWindowUs, res.PacingSpin = base.PacingWindow.Microseconds(), base.PacingSpin
 			if werr := writeSearch(cmd, res, out); werr != nil {
 				return werr
 			}

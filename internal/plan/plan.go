@@ -753,6 +753,20 @@ func (p *Plan) validateLoad() []error {
 	return errs
 }
 
+// windowDivisor returns the longest pacing window, up to PacingWindow,
+// that divides the interval, warm-up and duration in whole microseconds
+// (their greatest common divisor with the window): what a refused window's
+// error suggests. 1µs when nothing longer divides them all.
+func (p *Plan) windowDivisor() time.Duration {
+	g := p.PacingWindow.Microseconds()
+	for _, d := range []time.Duration{p.Interval, p.Warmup, p.Duration} {
+		for n := d.Microseconds(); n != 0; {
+			g, n = n, g%n
+		}
+	}
+	return time.Duration(max(g, 1)) * time.Microsecond
+}
+
 // validatePacingWindow checks PacingWindow: open loop only, at most
 // MaxPacingWindow, whole microseconds (the report's unit), and a divisor
 // of the interval, warm-up and duration, so that the rounded send times
@@ -774,11 +788,11 @@ func (p *Plan) validatePacingWindow() []error {
 	case !p.OpenLoop():
 		return bad("a closed-loop plan has no schedule to bunch: give a rate, or drop the pacing window")
 	case p.Interval > 0 && p.Interval%w != 0:
-		return bad(fmt.Sprintf("want a divisor of the interval (%v), e.g. 1ms, so that rounded sends stay in their interval", p.Interval))
+		return bad(fmt.Sprintf("want a divisor of the interval (%v), e.g. %v, so that rounded sends stay in their interval", p.Interval, p.windowDivisor()))
 	case p.Warmup%w != 0:
-		return bad(fmt.Sprintf("want a divisor of the warm-up (%v), e.g. 1ms", p.Warmup))
+		return bad(fmt.Sprintf("want a divisor of the warm-up (%v), e.g. %v", p.Warmup, p.windowDivisor()))
 	case p.Duration%w != 0:
-		return bad(fmt.Sprintf("want a divisor of the duration (%v), e.g. 1ms", p.Duration))
+		return bad(fmt.Sprintf("want a divisor of the duration (%v), e.g. %v", p.Duration, p.windowDivisor()))
 	}
 	return nil
 }

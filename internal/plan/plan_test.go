@@ -74,13 +74,13 @@ func TestValidate(t *testing.T) {
 		{"pacing window negative", func(p *Plan) { p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, -time.Millisecond }, "pacing_window = -1ms: want 0"},
 		{"pacing window off the duration", func(p *Plan) {
 			p.Load, p.Rate, p.PacingWindow, p.Duration = OpenLoop, 100, 2*time.Millisecond, 1001*time.Millisecond
-		}, "pacing_window = 2ms: want a divisor of the duration (1.001s)"},
+		}, "pacing_window = 2ms: want a divisor of the duration (1.001s), e.g. 1ms"},
 		{"pacing window off the interval", func(p *Plan) {
 			p.Load, p.Rate, p.PacingWindow = OpenLoop, 100, 3*time.Millisecond
-		}, "pacing_window = 3ms: want a divisor of the interval (1s)"},
+		}, "pacing_window = 3ms: want a divisor of the interval (1s), e.g. 1ms,"},
 		{"pacing window off the warm-up", func(p *Plan) {
 			p.Load, p.Rate, p.PacingWindow, p.Warmup = OpenLoop, 100, time.Millisecond, 1500*time.Microsecond
-		}, "pacing_window = 1ms: want a divisor of the warm-up (1.5ms)"},
+		}, "pacing_window = 1ms: want a divisor of the warm-up (1.5ms), e.g. 500µs"},
 	} {
 		p := base()
 		tc.mutate(&p)

@@ -89,23 +89,28 @@ func (r *Report) flagBound() {
 		// Sends late by the agents' own delay, not for a busy connection:
 		// over 5 ms (missed, unsent included), else over 1 ms (client-late).
 		var reason string
+		missLimit := fmtUs(float64(measure.MissThreshold.Microseconds()))
+		clientLate := fmt.Sprintf("left over %s late by the agents' own delay", fmtUs(float64(LatenessLimit.Microseconds())))
+		if who := r.clientLateAgents(); who != "" {
+			clientLate += " (" + who + ")"
+		}
 		if late := r.Missed - r.Backlogged; float64(late) > ClientMissedLimit*float64(scheduled) {
-			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late", late, scheduled, sends, 100*float64(late)/float64(scheduled))
+			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started over %s late", late, scheduled, sends, 100*float64(late)/float64(scheduled), missLimit)
 			if r.Unsent > r.Backlogged {
-				reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started late or never (%d late, %d never sent)",
-					late, scheduled, sends, 100*float64(late)/float64(scheduled), late-r.Unsent, r.Unsent)
+				reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) started over %s late or never (%d late, %d never sent)",
+					late, scheduled, sends, 100*float64(late)/float64(scheduled), missLimit, late-r.Unsent, r.Unsent)
 			}
 			if r.Backlogged > 0 {
-				reason += " by the agents' own scheduling"
+				reason += fmt.Sprintf(" by the agents' own scheduling (%d missed, %d of them for a busy connection)", r.Missed, r.Backlogged)
+			}
+			if r.ClientLate > 0 {
+				reason += fmt.Sprintf("; %d %s", r.ClientLate, clientLate)
 			}
 		} else if float64(r.ClientLate) > ClientMissedLimit*float64(scheduled) {
-			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) left over %s late by the agents' own delay", r.ClientLate, scheduled, sends,
-				100*float64(r.ClientLate)/float64(scheduled), fmtUs(float64(LatenessLimit.Microseconds())))
+			reason = fmt.Sprintf("%d of %d scheduled %s (%.1f %%) %s", r.ClientLate, scheduled, sends,
+				100*float64(r.ClientLate)/float64(scheduled), clientLate)
 		}
 		if reason != "" {
-			if who := r.clientLateAgents(); who != "" {
-				reason += " (" + who + ")"
-			}
 			r.ClientBoundReasons = append(r.ClientBoundReasons, reason)
 		}
 	}
@@ -130,8 +135,8 @@ func (r *Report) flagBound() {
 
 // clientLateAgents names the agents with client-late sends (Agent.ClientLate),
 // the most first, at most three and how many more: "agent a's 80, agent
-// b's 4"; "" when no agent row counts any (agents of a build before the
-// count).
+// b's 4, 2 more agents"; "" when no agent row counts any (agents of a
+// build before the count).
 func (r *Report) clientLateAgents() string {
 	rows := slices.Clone(r.AgentRows)
 	rows = slices.DeleteFunc(rows, func(a Agent) bool { return a.ClientLate == 0 })
@@ -147,7 +152,7 @@ func (r *Report) clientLateAgents() string {
 	if len(names) == 0 {
 		return ""
 	}
-	return "over " + fmtUs(float64(LatenessLimit.Microseconds())) + " late by their own delay: " + strings.Join(names, ", ")
+	return strings.Join(names, ", ")
 }
 
 // stallInterval returns the index in Timeline of the interval that held a

@@ -107,7 +107,7 @@ func TestGrowthRefusedAndHandshakeLatencyReported(t *testing.T) {
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"300 starts late (missed); 120 found every connection busy at the --max-open cap (growth refused)", "  Handshake lat "} {
+	for _, want := range []string{"300 starts over 5.00ms late (missed); 120 found every connection busy at the --max-open cap (growth refused)", "  Handshake lat "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -157,7 +157,7 @@ func TestConnectionRateBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("%d of 1000 scheduled connection starts (%.1f %%) started late or never (%d late, 5 never sent)", c.missed, float64(c.missed)/10, c.missed-5)
+		want := fmt.Sprintf("%d of 1000 scheduled connection starts (%.1f %%) started over 5.00ms late or never (%d late, 5 never sent)", c.missed, float64(c.missed)/10, c.missed-5)
 		if r.ClientBound != c.bound || c.bound && !strings.Contains(strings.Join(r.ClientBoundReasons, "|"), want) {
 			t.Errorf("missed %d: client-bound %v %q; want %v, %q", c.missed, r.ClientBound, r.ClientBoundReasons, c.bound, want)
 		}

@@ -629,7 +629,8 @@ func BenchmarkHTMLDayInBrowser(b *testing.B) {
 func TestHTMLSearchInBrowser(t *testing.T) {
 	s := &report.Search{SearchID: "search-20261202T050000Z-1a2b3c", URL: "https://127.0.0.1:8443/", Mode: "open", Unit: "requests/s",
 		SLOs: []string{"p99<3ms"}, RangeFrom: 1000, RangeTo: 16000, Precision: 0.02, Repeats: 3, Outcome: "found",
-		Knee: 4010, KneeLo: 3950, KneeHi: 4080, KneeConfidence: 0.95, Passing: 4000, Failing: 4080, PassingHeld: 3, FailingBroke: 2, KneeRPS: 3998.2, KneeP99Us: 2710, ElapsedS: 410}
+		Knee: 4010, KneeLo: 3950, KneeHi: 4080, KneeConfidence: 0.95, Passing: 4000, Failing: 4080, PassingHeld: 3, FailingBroke: 2, KneeRPS: 3998.2, KneeP99Us: 2710, ElapsedS: 410,
+		PacingWindowUs: 1000, PacingSpin: true}
 	for i, x := range []float64{1000, 2000, 4000, 8000, 6000, 5000, 4500, 4250, 4125, 4000, 4080} {
 		p99, verdict := int64(800+x*x/8000), "pass"
 		if p99 >= 3000 {
@@ -654,6 +655,7 @@ func TestHTMLSearchInBrowser(t *testing.T) {
 		Ink                 int
 		Pass, Fail          int
 		Answer, Steps, Head string
+		Sub                 string
 	}
 	st := eval[state](t, p, `(() => {
   const c = document.querySelector('#curve-chart canvas');
@@ -662,7 +664,8 @@ func TestHTMLSearchInBrowser(t *testing.T) {
   for (let i = 0; i < g.length; i += 4) if (g[i + 3] > 0 && (Math.abs(g[i] - g[i + 1]) > 40 || Math.abs(g[i + 1] - g[i + 2]) > 40)) ink++;
   const d = phalanx.charts.curve.data;
   return { errors: phalanx.errors, ink, pass: d[2].filter((v) => v != null).length, fail: d[3].filter((v) => v != null).length,
-    answer: document.getElementById('answer').innerText, steps: document.getElementById('steps').innerText, head: document.title };
+    answer: document.getElementById('answer').innerText, steps: document.getElementById('steps').innerText, head: document.title,
+    sub: document.getElementById('subtitle').textContent };
 })()`)
 	if len(st.Errors) > 0 || p.errors > 0 || len(p.requests) > 0 {
 		t.Errorf("page errors %v, console %v, requests %v", st.Errors, p.log(), p.requests)
@@ -680,6 +683,9 @@ func TestHTMLSearchInBrowser(t *testing.T) {
 		if !strings.Contains(st.Answer, want) {
 			t.Errorf("answer lacks %q:\n%s", want, st.Answer)
 		}
+	}
+	if want := "open loop, rate, paced in 1 ms windows, paced with a spin 1,000..16,000"; !strings.Contains(st.Sub, want) {
+		t.Errorf("subtitle %q, want %q in it", st.Sub, want)
 	}
 	if !strings.Contains(st.Steps, "20261202T050010Z-0000010") || strings.Count(st.Steps, "\tfail\t") != fails || !strings.Contains(st.Head, "capacity search search-20261202T050000Z-1a2b3c") {
 		t.Errorf("steps table or title: %q\n%s", st.Head, st.Steps)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Search is a capacity search's result (coordctl search, internal/search):
@@ -19,6 +20,11 @@ type Search struct {
 	// "connections").
 	Mode string `json:"mode"`
 	Unit string `json:"unit"`
+	// PacingWindowUs and PacingSpin are the open-loop steps' pacing, as
+	// the plan set it (--pacing-window, in µs; --pacing-spin); omitted
+	// when 0 and false (each request at its own instant, no spin).
+	PacingWindowUs int64 `json:"pacing_window_us,omitempty"`
+	PacingSpin     bool  `json:"pacing_spin,omitempty"`
 	// SLOs are the objectives every passing step held, as given.
 	SLOs []string `json:"slos"`
 	// RangeFrom and RangeTo bound the search; Precision is the bisection's
@@ -103,12 +109,25 @@ func WriteSearchJSON(w io.Writer, s *Search) error {
 	return enc.Encode(s)
 }
 
+// pacing says how the steps were paced when not each request at its own
+// instant: ", paced in 1ms windows", ", paced with a spin", both, or "".
+func (s *Search) pacing() string {
+	out := ""
+	if s.PacingWindowUs > 0 {
+		out += fmt.Sprintf(", paced in %v windows", time.Duration(s.PacingWindowUs)*time.Microsecond)
+	}
+	if s.PacingSpin {
+		out += ", paced with a spin"
+	}
+	return out
+}
+
 // WriteSearchText writes s for a terminal: the answer first, then the
 // table of steps and the curve (a bar per step, its length the achieved
 // RPS, its p99 beside it).
 func WriteSearchText(w io.Writer, s *Search) error {
 	p := &printer{w: w}
-	p.f("Capacity search %s of %s (%s loop, %s), SLO %s\n", s.SearchID, s.URL, s.Mode, s.Unit, strings.Join(s.SLOs, " and "))
+	p.f("Capacity search %s of %s (%s loop, %s%s), SLO %s\n", s.SearchID, s.URL, s.Mode, s.Unit, s.pacing(), strings.Join(s.SLOs, " and "))
 	switch s.Outcome {
 	case "found":
 		p.f("Knee: %s %s (%.0f %% CI %s .. %s): the SLOs held at %s in %d of %d runs and broke at %s in %d of %d\n",

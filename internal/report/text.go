@@ -112,7 +112,11 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			p.f("  paced in %v windows: each intended send time rounded down to a multiple of the window, so sends due in one window leave together\n", time.Duration(r.PacingWindowUs)*time.Microsecond)
 		}
 		if r.PacingSpin {
-			p.f("  paced with a spin: each send's timer wait ended up to %v early and the agent spun to the intended time\n", plan.SpinLead)
+			what := "send's"
+			if r.ConnectionRate != nil {
+				what = "connection start's"
+			}
+			p.f("  paced with a spin: each %s timer wait ended up to %v early and the agent spun to the intended time\n", what, plan.SpinLead)
 		}
 	}
 	if r.MaxStreams > 0 {
@@ -262,12 +266,16 @@ func (r *Report) writeCluster(p *printer) {
 	}
 	if r.Mode == "open" {
 		label := "Target"
+		missLimit := fmtUs(float64(measure.MissThreshold.Microseconds()))
 		if len(r.Stages) > 0 {
 			label = "Mean target"
 		}
 		never := ""
+		if r.Backlogged > 0 {
+			never = fmt.Sprintf(", %d of them for a busy connection", r.Backlogged)
+		}
 		if r.Unsent > 0 {
-			never = fmt.Sprintf(", %d of them never sent", r.Unsent)
+			never += fmt.Sprintf(", %d of them never sent", r.Unsent)
 		}
 		if r.GrowthRefused > 0 {
 			capFlag := "--max-connections"
@@ -286,9 +294,9 @@ func (r *Report) writeCluster(p *printer) {
 			never += fmt.Sprintf("; %d left over %s late by the agents' own delay", r.ClientLate, fmtUs(float64(LatenessLimit.Microseconds())))
 		}
 		if cr := r.ConnectionRate; cr != nil {
-			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), never)
+			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s over %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), missLimit, never)
 		} else {
-			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %s started late (missed)%s\n", label, r.TargetRPS, r.RPS, plural(r.Missed, "send"), never)
+			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %s started over %s late (missed)%s\n", label, r.TargetRPS, r.RPS, plural(r.Missed, "send"), missLimit, never)
 		}
 	}
 	if len(r.Stages) > 0 {

@@ -517,6 +517,7 @@
   function renderSearch() {
     const S = D.search, open = S.mode === 'open';
     document.getElementById('subtitle').textContent = S.url + ' · ' + (open ? 'open loop, rate' : 'closed loop, connections') +
+      (S.pacing_window_us ? ', paced in ' + fmtNum(S.pacing_window_us / 1000) + ' ms windows' : '') + (S.pacing_spin ? ', paced with a spin' : '') +
       ' ' + fmtNum(S.range_from, 0) + '..' + fmtNum(S.range_to, 0) + ' · SLO ' + (S.slos || []).join(' and ') + ' · ' + fmtSecs(S.elapsed_s);
     const answer = S.outcome === 'found'
       ? el('div', { class: 'kpis' }, ...[[fmtNum(S.knee, 1) + ' ' + S.unit, 'knee'], [fmtNum(S.knee_lo, 1) + ' .. ' + fmtNum(S.knee_hi, 1), fmtNum(100 * S.knee_confidence, 0) + ' % CI'],
