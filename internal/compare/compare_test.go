@@ -89,11 +89,15 @@ func intervalRun(id string, n int, base int64) Run {
 
 // TestBootstrapOneRun: one run per side is compared by the interval
 // bootstrap: a 20 % slower candidate is significant with +20 % in the
-// CI, and a run against itself is not.
+// CI, and a run against itself is not; its notes say first what the
+// bootstrap cannot tell.
 func TestBootstrapOneRun(t *testing.T) {
 	res, err := Compare([]Run{intervalRun("a", 10, 1000)}, []Run{intervalRun("b", 10, 1200)}, false, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := res.Notes(); len(n) == 0 || n[0] != OneRunNote {
+		t.Errorf("one-run notes %q, want %q first", n, OneRunNote)
 	}
 	m := metric(t, res, "p50")
 	if res.Method != Bootstrap || !m.Significant || m.DeltaPct < 18 || m.DeltaPct > 22 || m.CILoPct > m.DeltaPct || m.CIHiPct < m.DeltaPct || m.CILoPct < 15 || m.CIHiPct > 25 {

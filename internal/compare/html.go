@@ -7,16 +7,26 @@ import (
 	"github.com/phalanxload/phalanx/internal/report"
 )
 
-// Notes returns the lines a comparison prints before its table: each run
-// left out as client-bound (ExcludedNotes), each client-bound run kept,
-// and each pair of runs whose plans differ (PlanNotes).
+// Notes returns the lines a comparison prints before its table: what a
+// one-run bootstrap cannot tell (OneRunNote), each run left out as
+// client-bound (ExcludedNotes), each client-bound run kept, and each pair
+// of runs whose plans differ (PlanNotes).
 func (r *Result) Notes() []string {
-	out := r.ExcludedNotes()
+	var out []string
+	if r.Method == Bootstrap {
+		out = append(out, OneRunNote)
+	}
+	out = append(out, r.ExcludedNotes()...)
 	for _, id := range r.ClientBound {
 		out = append(out, "client-bound (kept): "+id)
 	}
 	return append(out, r.PlanNotes()...)
 }
+
+// OneRunNote is the note of a comparison of one run per side (Bootstrap):
+// its intervals are resampled, so its CI holds the variation within each
+// run, not between runs, and two runs of one server may differ by more.
+const OneRunNote = "one run per side: the CI covers the spread of each run's intervals, not the difference between two runs of the same server (a warm cache, where the connections landed), which can be larger; for a verdict on the servers, compare at least 4 runs per side (ab --repeats 5)"
 
 // PlanNotes returns a line per pair of runs whose plans differ
 // (PlanDifferences), listing the settings: "plans differ: candidate run B
