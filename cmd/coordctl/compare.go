@@ -17,6 +17,7 @@ import (
 
 	"github.com/phalanxload/phalanx/internal/compare"
 	"github.com/phalanxload/phalanx/internal/plan"
+	"github.com/phalanxload/phalanx/internal/report"
 	"github.com/phalanxload/phalanx/internal/store"
 	"github.com/phalanxload/phalanx/internal/wire"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
@@ -290,11 +291,8 @@ compare --html).`,
 			}
 			if !f.asJSON {
 				pacing := ""
-				if pa.PacingWindow > 0 {
-					pacing += fmt.Sprintf("; paced in %v windows", pa.PacingWindow)
-				}
-				if pa.PacingSpin {
-					pacing += "; paced with a spin"
+				for _, ph := range report.PacingPhrases(pa.PacingWindow, pa.PacingSpin) {
+					pacing += "; " + ph
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "ab %s: A = %s, B = %s (tags ab:%s:a, ab:%s:b)%s\n", id, f.a, f.b, id, id, pacing)
 			}

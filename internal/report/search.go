@@ -109,15 +109,25 @@ func WriteSearchJSON(w io.Writer, s *Search) error {
 	return enc.Encode(s)
 }
 
-// pacing says how the steps were paced when not each request at its own
-// instant: ", paced in 1ms windows", ", paced with a spin", both, or "".
+// PacingPhrases names how an open-loop schedule was paced when not each
+// request at its own instant: "paced in 1ms windows" (--pacing-window),
+// "paced with a spin" (--pacing-spin), both, or none.
+func PacingPhrases(window time.Duration, spin bool) []string {
+	var out []string
+	if window > 0 {
+		out = append(out, fmt.Sprintf("paced in %v windows", window))
+	}
+	if spin {
+		out = append(out, "paced with a spin")
+	}
+	return out
+}
+
+// pacing is PacingPhrases of the steps, each after ", ".
 func (s *Search) pacing() string {
 	out := ""
-	if s.PacingWindowUs > 0 {
-		out += fmt.Sprintf(", paced in %v windows", time.Duration(s.PacingWindowUs)*time.Microsecond)
-	}
-	if s.PacingSpin {
-		out += ", paced with a spin"
+	for _, ph := range PacingPhrases(time.Duration(s.PacingWindowUs)*time.Microsecond, s.PacingSpin) {
+		out += ", " + ph
 	}
 	return out
 }
