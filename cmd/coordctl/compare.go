@@ -330,6 +330,9 @@ compare --html).`,
 
 // plan returns the plan of one side's runs. Errors name the flag.
 func (f *abFlags) plan(url string) (plan.Plan, error) {
+	if f.timeout == 0 {
+		return plan.Plan{}, &usageError{errZeroTimeout}
+	}
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.duration),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents, Load: plan.ClosedLoop,
 		PacingWindow: time.Duration(f.pacingWindow), PacingSpin: f.pacingSpin} // refused without -R by Validate

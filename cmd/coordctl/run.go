@@ -280,6 +280,20 @@ func (f *runFlags) plan(cmd *cobra.Command, args ...string) (plan.Plan, error) {
 			apply()
 		}
 	}
+	// A zero the plan would take for "the default" is refused when it is
+	// given: --timeout 0 is not "no timeout".
+	for _, z := range []struct {
+		name, want string
+		zero       bool
+	}{
+		{"timeout", "want a timeout above 0 (the default is 2s)", f.timeout == 0},
+		{"interval", "want an interval above 0 (the default is 1s)", f.interval == 0},
+		{"max-streams", "want at least 1 (the default)", f.maxStreams == 0},
+	} {
+		if z.zero && set(z.name) {
+			return p, &usageError{fmt.Errorf("%s 0: %s", flagName(cmd, z.name), z.want)}
+		}
+	}
 	override("method", func() { p.Method = f.method })
 	override("connections", func() { p.Connections = f.connections })
 	override("duration", func() { p.Duration = time.Duration(f.duration) })
@@ -432,6 +446,10 @@ var fieldFlags = map[string]string{
 	"tls.ca_file": "cacert", "close": "close", "pacing_window": "pacing-window", "pacing_spin": "pacing-spin",
 }
 
+// errZeroTimeout refuses --timeout 0 (search's and ab's, whose default is
+// 2s): the plan would take 0 for its default, not for "no timeout".
+var errZeroTimeout = errors.New("--timeout 0: want a timeout above 0 (the default is 2s)")
+
 // flagName returns how errors name flag: "-c/--connections", "--rate".
 func flagName(cmd *cobra.Command, flag string) string {
 	if fl := cmd.Flags().Lookup(flag); fl != nil {
@@ -454,6 +472,8 @@ func flagErrors(cmd *cobra.Command, file string, err error) error {
 			flag = fieldFlags[fe.Field]
 		}
 		switch {
+		case fe != nil && fe.Field == "url" && file == "":
+			out[i] = fmt.Errorf("URL %s: %s", fe.Value, fe.Allowed) // the command's argument
 		case flag != "" && (file == "" || cmd.Flags().Changed(flag)):
 			value := " " + fe.Value
 			if fe.Value == "" || cmd.Flags().Lookup(flag).Value.Type() == "bool" {

@@ -210,6 +210,9 @@ func (f *searchFlags) config(cmd *cobra.Command, url string) (search.Config, pla
 	if f.repeats < 1 || f.maxSteps < 1 || f.maxTime < 0 {
 		return cfg, plan.Plan{}, &usageError{errors.New("--repeats and --max-steps: want at least 1; --max-time: not negative")}
 	}
+	if f.timeout == 0 {
+		return cfg, plan.Plan{}, &usageError{errZeroTimeout}
+	}
 	p := plan.Plan{URL: url, Method: plan.DefaultMethod, Connections: f.connections, Duration: time.Duration(f.window),
 		Warmup: time.Duration(f.warmup), Timeout: time.Duration(f.timeout), Interval: plan.DefaultInterval, Agents: f.agents,
 		PacingWindow: time.Duration(f.pacingWindow), PacingSpin: f.pacingSpin} // refused in closed loop by Validate

@@ -527,8 +527,13 @@ type Target struct {
 	RequestURI string
 }
 
-// ParseTarget parses an absolute http(s) URL.
+// ParseTarget parses an absolute http(s) URL. A URL without a scheme
+// (wrk's users' host:port/path) is refused with the https one it may
+// have meant.
 func ParseTarget(raw string) (Target, error) {
+	if raw != "" && !strings.Contains(raw, "://") {
+		return Target{}, fmt.Errorf("no scheme: want an absolute URL such as %s (or http://)", redactURL("https://"+strings.TrimPrefix(raw, "//")))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return Target{}, fmt.Errorf("want an absolute URL such as https://host:port/path: %w", err)

@@ -107,6 +107,16 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("ParseTarget(%q) = %+v, %v, want %+v", tc.in, got, err, tc.want)
 		}
 	}
+	// wrk's users type host:port/path: the error gives the https URL
+	// meant, its credentials redacted.
+	for in, want := range map[string]string{
+		"127.0.0.1:8443":             "no scheme: want an absolute URL such as https://127.0.0.1:8443 (or http://)",
+		"//127.0.0.1/x?api_key=s3cr": "no scheme: want an absolute URL such as https://127.0.0.1/x?api_key=" + RedactedValue + " (or http://)",
+	} {
+		if _, err := ParseTarget(in); err == nil || err.Error() != want {
+			t.Errorf("ParseTarget(%q) = %v, want %q", in, err, want)
+		}
+	}
 }
 
 // TestShares: rates, connections, counts and stage targets split across

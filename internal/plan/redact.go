@@ -91,16 +91,50 @@ var secretQuery = map[string]bool{
 // url.URL.Redacted does) and the value of each credential query parameter
 // (secretQuery, names matched case-insensitively) replaced by
 // RedactedValue, the other parameters kept as written and in order, for
-// results, logs and error messages; s unchanged when it does not parse.
+// results, logs and error messages. A URL that does not parse (one
+// without a scheme, a bad escape), or parses as opaque, is redacted by its text: the user info's
+// password before the first '@' of its authority, and the query's
+// credential values.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || (u.User == nil && u.RawQuery == "") {
+	if err != nil || u.Opaque != "" {
+		return redactRawURL(s) // "bob:pw@host:8443/" parses as scheme "bob"
+	}
+	if u.User == nil && u.RawQuery == "" {
 		return s
 	}
 	if u.RawQuery != "" {
 		u.RawQuery = redactQuery(u.RawQuery)
 	}
 	return u.Redacted()
+}
+
+// redactRawURL is redactURL for text url.Parse refuses: the password
+// ("xxxxx", as url.URL.Redacted writes it) of a user info in the authority
+// (after "://", if any, up to the first '/', '?' or '#') and the query's
+// credential values (redactQuery; the fragment kept).
+func redactRawURL(s string) string {
+	prefix, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		prefix, rest = s[:i+3], s[i+3:]
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		if c := strings.IndexByte(authority[:at], ':'); c >= 0 {
+			rest = authority[:c+1] + "xxxxx" + rest[at:]
+		}
+	}
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		query, frag := rest[q+1:], ""
+		if h := strings.IndexByte(query, '#'); h >= 0 {
+			query, frag = query[:h], query[h:]
+		}
+		rest = rest[:q+1] + redactQuery(query) + frag
+	}
+	return prefix + rest
 }
 
 // redactQuery returns the raw query q with the values of its credential

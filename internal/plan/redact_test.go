@@ -58,6 +58,11 @@ func TestRedactedQuery(t *testing.T) {
 		{"https://127.0.0.1/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=ff00&X-Amz-Date=2026", "https://127.0.0.1/o?X-Amz-Credential=" + RedactedValue + "&X-Amz-Signature=" + RedactedValue + "&X-Amz-Date=2026"},
 		{"https://127.0.0.1/?tokens=1&key", "https://127.0.0.1/?tokens=1&key"},
 		{"https://127.0.0.1/p", "https://127.0.0.1/p"},
+		// Text url.Parse refuses: no scheme, a bad escape.
+		{"127.0.0.1:8443/a?token=t0k&x=1", "127.0.0.1:8443/a?token=" + RedactedValue + "&x=1"},
+		{"https://bob:pw@127.0.0.1/%zz?sig=s1g#f", "https://bob:xxxxx@127.0.0.1/%zz?sig=" + RedactedValue + "#f"},
+		{"bob:pw@127.0.0.1:8443/", "bob:xxxxx@127.0.0.1:8443/"},
+		{"127.0.0.1:8443/a@b:c", "127.0.0.1:8443/a@b:c"},
 	}
 	for _, c := range cases {
 		if got := Redacted(Plan{URL: c.in}).URL; got != c.want {
