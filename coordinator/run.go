@@ -121,8 +121,11 @@ func (c *Coordinator) Execute(ctx context.Context, p plan.Plan, o RunOptions, ho
 		return nil, toStatus(err)
 	}
 	ths, err := threshold.ParseAll(o.Thresholds)
+	if err == nil {
+		err = threshold.CheckStages(ths, len(p.Stages))
+	}
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, status.Error(codes.InvalidArgument, "thresholds: "+err.Error())
 	}
 	if o.AbortOnFail && len(ths) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "abort_on_fail: no threshold to abort on (give one or more thresholds)")

@@ -39,18 +39,21 @@ func TestThresholdsOnStagesAndStore(t *testing.T) {
 	p := plan.Plan{URL: srv.URL(), Connections: 2, Stages: stages, Load: plan.LoadFor(0, stages), TLS: plan.TLS{CAPEM: b.CAPEM}}
 
 	// Bad options are refused before any agent is chosen.
-	for _, o := range []coordinator.RunOptions{{Thresholds: []string{"p99<3"}}, {AbortOnFail: true}} {
+	// A threshold on a stage the plan lacks could only fail, after the load.
+	for _, o := range []coordinator.RunOptions{{Thresholds: []string{"p99<3"}}, {AbortOnFail: true}, {Thresholds: []string{"stage1.p99<1s", "stage7.p99<1s"}}} {
 		if _, err := c.Coordinator.Execute(context.Background(), p, o, coordinator.RunHooks{}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("Execute(%+v) = %v, want InvalidArgument", o, err)
+		} else if o.Thresholds != nil && o.Thresholds[0] == "stage1.p99<1s" && !strings.Contains(err.Error(), `"stage7.p99<1s": the plan has 2 stages, stage0 to stage1`) {
+			t.Errorf("Execute(%v) = %v, want it to name stage7 and the plan's stages", o.Thresholds, err)
 		}
 	}
 
-	ths := []string{"errors<1%", "stage0.rps>0", "stage1.p99<1us", "stage7.p99<1s", "tls_full.p99<30s", "rps>1e9"}
+	ths := []string{"errors<1%", "stage0.rps>0", "stage1.p99<1us", "tls_full.p99<30s", "rps>1e9"}
 	res, err := c.Coordinator.Execute(context.Background(), p, coordinator.RunOptions{Thresholds: ths, Tags: []string{"t1"}, Note: "n", SearchID: "s1"}, coordinator.RunHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ pass, noData bool }{{true, false}, {true, false}, {false, false}, {false, true}, {true, false}, {false, false}}
+	want := []struct{ pass, noData bool }{{true, false}, {true, false}, {false, false}, {true, false}, {false, false}}
 	got := res.GetThresholds()
 	if len(got) != len(ths) {
 		t.Fatalf("%d threshold results, want %d: %v", len(got), len(ths), got)

@@ -133,6 +133,7 @@ func TestUsageErrors(t *testing.T) {
 	badStage := filepath.Join(dir, "stage.yaml")
 	tlsHTTP := filepath.Join(dir, "tls.yaml")
 	badLoss := filepath.Join(dir, "loss.yaml")
+	twoStages := filepath.Join(dir, "stages.yaml")
 	bundle, err := tlsgen.New("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +147,7 @@ func TestUsageErrors(t *testing.T) {
 		unknownField: "url: https://127.0.0.1/\nconnection: 5\n",
 		badStage:     "url: https://127.0.0.1/\nrate: 100\nstages:\n  - {duration: 1500ms, rate: 200}\n",
 		tlsHTTP:      "url: http://127.0.0.1/\ntls: {resume: true}\n",
+		twoStages:    "url: https://127.0.0.1/\nstages:\n  - {duration: 2s, connections: 2}\n  - {duration: 2s, connections: 4}\n",
 	} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -228,6 +230,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--http2", "-m", "4", "--no-keepalive", "https://127.0.0.1/"}, "-m/--max-streams 4: concurrent streams do nothing with no_keepalive"},
 		{[]string{"run", "--on-agent-loss", "retry", "https://127.0.0.1/"}, `coordctl: --on-agent-loss: want abort or continue, got "retry"`},
 		{[]string{"run", badLoss}, badLoss + `: plan: on_agent_loss = "retry": want abort or continue`},
+		{[]string{"run", twoStages, "--threshold", "stage1.p99<5ms", "--threshold", "stage2.p99<5ms"}, `coordctl: --threshold: "stage2.p99<5ms": the plan has 2 stages, stage0 to stage1`},
+		{[]string{"run", "--threshold", "stage0.p99<5ms", "https://127.0.0.1/"}, `--threshold: "stage0.p99<5ms": the plan has no stages`},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

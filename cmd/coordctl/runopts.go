@@ -61,6 +61,19 @@ func (o *runOptions) check(set func(string) bool) error {
 	return nil
 }
 
+// checkStages refuses a threshold scoped to a stage the plan (of stages
+// stages) does not have. Errors name the flag.
+func (o *runOptions) checkStages(stages int) error {
+	ts, err := threshold.ParseAll(o.thresholds)
+	if err == nil {
+		err = threshold.CheckStages(ts, stages)
+	}
+	if err != nil {
+		return &usageError{fmt.Errorf("--threshold: %w", err)}
+	}
+	return nil
+}
+
 // request returns the RunPlan request of plan p with the options.
 func (o *runOptions) request(p *pb.Plan) *pb.RunPlanRequest {
 	req := &pb.RunPlanRequest{Plan: p, Thresholds: o.thresholds, AbortOnFail: o.abortOnFail, Tags: o.tags, Note: o.note}

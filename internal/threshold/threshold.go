@@ -310,3 +310,28 @@ func kindNames() []string {
 	}
 	return out
 }
+
+// CheckStages refuses the thresholds scoped to a stage the plan does not
+// have (stages: the plan's stage count, stage0 to stage{stages-1}), before
+// any load runs: such a threshold could only fail, with no samples. The
+// error names each one and the stages there are.
+func CheckStages(ts []Threshold, stages int) error {
+	var errs []string
+	for _, t := range ts {
+		if t.Stage < stages {
+			continue
+		}
+		switch stages {
+		case 0:
+			errs = append(errs, fmt.Sprintf("%q: the plan has no stages (stageN scopes a threshold to a plan stage)", t.Text))
+		case 1:
+			errs = append(errs, fmt.Sprintf("%q: the plan has 1 stage, stage0", t.Text))
+		default:
+			errs = append(errs, fmt.Sprintf("%q: the plan has %d stages, stage0 to stage%d (numbered from 0, as the report's Stage column)", t.Text, stages, stages-1))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}

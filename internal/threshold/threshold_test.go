@@ -168,3 +168,25 @@ func TestEval(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckStages: a threshold on a stage the plan lacks is refused
+// before the run, named with the stages there are; the window's and
+// existing stages' pass.
+func TestCheckStages(t *testing.T) {
+	ts, err := ParseAll([]string{"p99<3ms", "stage0.p99<1ms", "stage1.rps>10", "stage3.p99<50ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStages(ts[:3], 2); err != nil {
+		t.Errorf("CheckStages(window, stage0, stage1; 2 stages) = %v, want nil", err)
+	}
+	for stages, want := range map[int]string{
+		0: `"stage0.p99<1ms": the plan has no stages`,
+		1: `"stage1.rps>10": the plan has 1 stage, stage0; "stage3.p99<50ms": the plan has 1 stage, stage0`,
+		3: `"stage3.p99<50ms": the plan has 3 stages, stage0 to stage2 (numbered from 0, as the report's Stage column)`,
+	} {
+		if err := CheckStages(ts, stages); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckStages(%d stages) = %v, want %q", stages, err, want)
+		}
+	}
+}
