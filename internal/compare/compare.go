@@ -107,6 +107,11 @@ type Result struct {
 	Excluded []Excluded `json:"excluded,omitempty"`
 	// ClientBound lists the client-bound runs kept (IncludeClientBound).
 	ClientBound []string `json:"client_bound_included,omitempty"`
+	// Partial lists the runs compared that were not whole (report
+	// Partial: an agent lost, or coordctl's coordinator lost), each with
+	// what it lost: their figures cover less load, or a shorter window,
+	// than their plan's.
+	Partial []Excluded `json:"partial_runs,omitempty"`
 	// PlanDifferences are the settings the compared runs' plans do not
 	// share (plan.Diff, secrets redacted): the candidate side's first run
 	// against the baseline's, and each run of a side against that side's
@@ -267,7 +272,29 @@ func (res *Result) keep(rs []Run, side string, include bool) []Run {
 			}
 			res.ClientBound = append(res.ClientBound, r.Report.RunID)
 		}
+		if r.Report.Partial {
+			res.Partial = append(res.Partial, Excluded{r.Report.RunID, side, partialReasons(r.Report)})
+		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// partialReasons says what a partial run lost: each agent (when, how, its
+// share) and the window it kept against the plan's.
+func partialReasons(r *report.Report) []string {
+	var out []string
+	for _, l := range r.LostAgents {
+		out = append(out, fmt.Sprintf("lost agent %s after %.2fs (%s)", l.Name, l.LostAtS, l.How()))
+	}
+	if r.CoordinatorLost != "" {
+		out = append(out, "coordctl lost the coordinator: "+r.CoordinatorLost)
+	}
+	if r.PlanDurationS > 0 && r.DurationS < r.PlanDurationS {
+		out = append(out, fmt.Sprintf("its window %.2fs of the planned %.2fs", r.DurationS, r.PlanDurationS))
+	}
+	if len(out) == 0 {
+		out = append(out, "not whole")
 	}
 	return out
 }

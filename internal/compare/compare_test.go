@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -85,6 +86,30 @@ func intervalRun(id string, n int, base int64) Run {
 		r.Timeline = append(r.Timeline, report.Interval{Index: int32(i), Length: 1e9, Requests: 100, V2: [hist.NumKinds][]byte{hist.Latency: h.EncodeV2()}})
 	}
 	return Run{Report: &report.Report{RunID: id}, Run: r}
+}
+
+// TestPartialRunNoted: a partial run is compared, and the notes say what
+// it lost (the agent, when and how, and the window kept against the
+// plan's), in the text and in the JSON's partial_runs; a partial run left
+// out as client-bound is not listed as compared.
+func TestPartialRunNoted(t *testing.T) {
+	a := runsOf(1000, 1010, 990, 1005, 995)
+	a[1].Report.Partial, a[1].Report.DurationS, a[1].Report.PlanDurationS = true, 7.11, 8
+	a[1].Report.LostAgents = []report.LostAgent{{Name: "a2", LostAtS: 3.28, Error: "agent a2: silent for 2.5s"}}
+	b := runsOf(1000, 1010, 990, 1005, 995)
+	b[2].Report.Partial, b[2].Report.ClientBound = true, true
+	res, err := Compare(a, b, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "partial (compared): baseline run b: lost agent a2 after 3.28s (silent for 2.5s); its window 7.11s of the planned 8.00s; its figures cover less than its plan"
+	if len(res.Partial) != 1 || !slices.Contains(res.Notes(), want) {
+		t.Errorf("partial runs %+v, notes %q; want one, noted %q", res.Partial, res.Notes(), want)
+	}
+	js, err := json.Marshal(res)
+	if err != nil || !strings.Contains(string(js), `"partial_runs":[{"run_id":"b","side":"baseline"`) {
+		t.Errorf("JSON %s (%v): want partial_runs naming run b", js, err)
+	}
 }
 
 // TestBootstrapOneRun: one run per side is compared by the interval

@@ -9,8 +9,8 @@ import (
 
 // Notes returns the lines a comparison prints before its table: what a
 // one-run bootstrap cannot tell (OneRunNote), each run left out as
-// client-bound (ExcludedNotes), each client-bound run kept, and each pair
-// of runs whose plans differ (PlanNotes).
+// client-bound (ExcludedNotes), each client-bound run kept, each partial
+// run compared, and each pair of runs whose plans differ (PlanNotes).
 func (r *Result) Notes() []string {
 	var out []string
 	if r.Method == Bootstrap {
@@ -19,6 +19,9 @@ func (r *Result) Notes() []string {
 	out = append(out, r.ExcludedNotes()...)
 	for _, id := range r.ClientBound {
 		out = append(out, "client-bound (kept): "+id)
+	}
+	for _, p := range r.Partial {
+		out = append(out, fmt.Sprintf("partial (compared): %s run %s: %s; its figures cover less than its plan", p.Side, p.RunID, strings.Join(p.Reasons, "; ")))
 	}
 	return append(out, r.PlanNotes()...)
 }
