@@ -112,6 +112,11 @@ type Result struct {
 	// what it lost: their figures cover less load, or a shorter window,
 	// than their plan's.
 	Partial []Excluded `json:"partial_runs,omitempty"`
+	// ShortWindows lists the runs compared whose window was short for
+	// their latency (report.Report.ShortWindow): their RPS undercounts the
+	// steady rate by up to the share given, which differs between servers
+	// of different latency, so it biases the RPS delta.
+	ShortWindows []Excluded `json:"short_windows,omitempty"`
 	// PlanDifferences are the settings the compared runs' plans do not
 	// share (plan.Diff, secrets redacted): the candidate side's first run
 	// against the baseline's, and each run of a side against that side's
@@ -274,6 +279,9 @@ func (res *Result) keep(rs []Run, side string, include bool) []Run {
 		}
 		if r.Report.Partial {
 			res.Partial = append(res.Partial, Excluded{r.Report.RunID, side, partialReasons(r.Report)})
+		}
+		if share, ok := r.Report.ShortWindow(); ok {
+			res.ShortWindows = append(res.ShortWindows, Excluded{r.Report.RunID, side, []string{fmt.Sprintf("its RPS undercounts by up to about %.1f %%", 100*share)}})
 		}
 		out = append(out, r)
 	}

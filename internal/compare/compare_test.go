@@ -112,6 +112,30 @@ func TestPartialRunNoted(t *testing.T) {
 	}
 }
 
+// TestShortWindowsNoted: runs whose window was short for their latency
+// (no warm-up, the mean latency 10 % of a 1 s window) are noted: their
+// RPS delta is biased.
+func TestShortWindowsNoted(t *testing.T) {
+	a, b := runsOf(1000, 1010, 990, 1005, 995), runsOf(1000, 1010, 990, 1005, 995)
+	for _, r := range a {
+		r.Report.Requests, r.Report.InFlight, r.Report.DurationS, r.Report.Latency.Mean = 36, 4, 1, 100_000
+	}
+	res, err := Compare(a, b, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ShortWindows) != 5 || res.ShortWindows[0].Reasons[0] != "its RPS undercounts by up to about 10.0 %" {
+		t.Fatalf("short windows %+v, want the 5 baseline runs", res.ShortWindows)
+	}
+	found := false
+	for _, n := range res.Notes() {
+		found = found || strings.HasPrefix(n, "short windows for their latency, with no warm-up (the report's warning): baseline run a (its RPS undercounts by up to about 10.0 %)")
+	}
+	if !found {
+		t.Errorf("notes %q: no short-window note", res.Notes())
+	}
+}
+
 // TestBootstrapOneRun: one run per side is compared by the interval
 // bootstrap: a 20 % slower candidate is significant with +20 % in the
 // CI, and a run against itself is not; its notes say first what the

@@ -10,7 +10,8 @@ import (
 // Notes returns the lines a comparison prints before its table: what a
 // one-run bootstrap cannot tell (OneRunNote), each run left out as
 // client-bound (ExcludedNotes), each client-bound run kept, each partial
-// run compared, and each pair of runs whose plans differ (PlanNotes).
+// run compared, the runs whose windows were short for their latency, and
+// each pair of runs whose plans differ (PlanNotes).
 func (r *Result) Notes() []string {
 	var out []string
 	if r.Method == Bootstrap {
@@ -22,6 +23,14 @@ func (r *Result) Notes() []string {
 	}
 	for _, p := range r.Partial {
 		out = append(out, fmt.Sprintf("partial (compared): %s run %s: %s; its figures cover less than its plan", p.Side, p.RunID, strings.Join(p.Reasons, "; ")))
+	}
+	if len(r.ShortWindows) > 0 {
+		var runs []string
+		for _, s := range r.ShortWindows {
+			runs = append(runs, fmt.Sprintf("%s run %s (%s)", s.Side, s.RunID, strings.Join(s.Reasons, "; ")))
+		}
+		out = append(out, "short windows for their latency, with no warm-up (the report's warning): "+strings.Join(runs, ", ")+
+			"; the RPS delta is biased by the difference; give a longer -d or a --warmup")
 	}
 	return append(out, r.PlanNotes()...)
 }

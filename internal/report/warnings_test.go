@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +110,39 @@ func TestRunIDNotStored(t *testing.T) {
 		for name, out := range map[string]string{"text": text.String(), "h2load": h2.String()} {
 			if !strings.Contains(out, want) {
 				t.Errorf("not stored %v: the %s report lacks %q:\n%s", notStored, name, want, out)
+			}
+		}
+	}
+}
+
+// TestShortWindowWarning: the fresh-user trial's ab runs (4 connections on
+// a 100 ms server, 1 s windows, no warm-up: 36 completed of a steady 40)
+// warn that the RPS undercounts by up to the latency's share of the
+// window; a warm-up, nothing in flight, or a latency under 1 % of the
+// window gives none.
+func TestShortWindowWarning(t *testing.T) {
+	r, err := wire.ReportFromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Warmup, r.Requests, r.InFlight, r.DurationS = nil, 36, 4, 1
+	r.Latency.Mean = 100_000
+	want := "the mean latency (100.00ms) is 10.0 % of the 1.00s window and there was no warm-up: each connection's first response came a latency after the start, and 4 requests were in flight at the end, so the RPS (completed requests / window) undercounts the steady rate by up to about 10.0 %; give a longer -d or a --warmup"
+	if w := r.Warnings(); !slices.Contains(w, want) {
+		t.Errorf("Warnings() = %q, want %q", w, want)
+	}
+	for name, change := range map[string]func(*report.Report){
+		"warm-up":        func(r *report.Report) { r.Warmup = &report.Warmup{} },
+		"none in flight": func(r *report.Report) { r.InFlight = 0 },
+		"5 ms over 1 s":  func(r *report.Report) { r.Latency.Mean = 5000 },
+	} {
+		c := *r
+		lat := *r.Latency
+		c.Latency = &lat
+		change(&c)
+		for _, w := range c.Warnings() {
+			if strings.Contains(w, "undercounts") {
+				t.Errorf("%s: warned %q", name, w)
 			}
 		}
 	}
