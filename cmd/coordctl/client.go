@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/phalanxload/phalanx/coordinator"
 	"github.com/phalanxload/phalanx/internal/security"
 	pb "github.com/phalanxload/phalanx/proto/phalanx/v1"
 )
@@ -34,6 +36,11 @@ func (co *coordinatorFlags) dial() (pb.CoordinatorServiceClient, func(), error) 
 		return nil, nil, err
 	}
 	addr := co.addr
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		// gRPC would take "nonsense" for a name to resolve, and fail on
+		// the first call with its resolver's words.
+		return nil, nil, &usageError{fmt.Errorf("--coordinator %q: want HOST:PORT, e.g. %s", addr, coordinator.DefaultGRPCAddr)}
+	}
 	explain := func(err error) error { return co.explain(notCoordinator(addr, err)) }
 	conn, err := grpc.NewClient(addr, creds,
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResultBytes)),

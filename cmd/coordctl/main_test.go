@@ -200,6 +200,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--cacert", "/nonexistent/ca.pem"}, "--cacert: open /nonexistent/ca.pem: no such file or directory"},
 		{[]string{"run", "--conections", "5", "https://127.0.0.1/"}, "unknown flag: --conections; did you mean --connections? (see coordctl run --help)"},
 		{[]string{"--coordinater", "x", "agents"}, "unknown flag: --coordinater; did you mean --coordinator?"},
+		{[]string{"--coordinator", "nonsense", "agents"}, `coordctl: --coordinator "nonsense": want HOST:PORT, e.g. 127.0.0.1:7000`},
 		{[]string{"run", "--cacert", "main_test.go", "https://127.0.0.1/"}, "--cacert main_test.go: holds no PEM certificate"},
 		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--repeats", "2"}, "ab: --repeats 2: want 1 (a bootstrap over intervals) or at least 4"},
 		{[]string{"ab", "--a", "https://127.0.0.1/", "--b", "https://127.0.0.2/", "--repeats", "1", "-d", "1s"}, "ab: --repeats 1 -d 1s: 1 interval(s) of 1s per run; the bootstrap over intervals needs at least 5 (-d 5s or more), or give --repeats 4 or more"},
