@@ -670,3 +670,36 @@ func TestNoRequestCompletedLatency(t *testing.T) {
 		t.Errorf("latency %+v, want none", r.Latency)
 	}
 }
+
+// TestLossTargetText: an open-loop run that lost an agent gives, beside
+// the target the live agents were asked for (the report's, averaged over
+// the window), the plan's and the share that stopped with the agent (the
+// fresh-user trial read "641 requests/sec target" for a plan of 1000).
+func TestLossTargetText(t *testing.T) {
+	r, err := wire.ReportFromResult(openResult(t, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Timeline) < 2 {
+		t.Fatalf("the fixture has %d timeline points", len(r.Timeline))
+	}
+	r.Timeline[len(r.Timeline)-1].TargetRPS = 320
+	r.TargetRPS = 410
+	r.Partial = true
+	r.LostAgents = []report.LostAgent{{Name: "a2", LostAtS: 1, Rate: 180, Error: "agent a2: silent for 2s"}}
+	var b bytes.Buffer
+	if err := r.WriteText(&b, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	loss := "(the plan's 500; agent a2's share of 180 stopped with it at 1.00s)"
+	for _, want := range []string{"open loop at 410 requests/sec target " + loss, "Target 410.00 requests/sec " + loss + ", achieved"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, b.String())
+		}
+	}
+	r.LostAgents = nil
+	b.Reset()
+	if err := r.WriteText(&b, report.TextOptions{}); err != nil || strings.Contains(b.String(), "the plan's") {
+		t.Errorf("no loss: the text names the plan's target:\n%s", b.String())
+	}
+}

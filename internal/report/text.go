@@ -294,9 +294,9 @@ func (r *Report) writeCluster(p *printer) {
 			never += fmt.Sprintf("; %d left over %s late by the agents' own delay", r.ClientLate, fmtUs(float64(LatenessLimit.Microseconds())))
 		}
 		if cr := r.ConnectionRate; cr != nil {
-			p.f("Conn rate:    %s %.2f connections/sec, achieved %.2f (%s); %s over %s late (missed)%s\n", label, cr.TargetCPS, cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), missLimit, never)
+			p.f("Conn rate:    %s %.2f connections/sec%s, achieved %.2f (%s); %s over %s late (missed)%s\n", label, cr.TargetCPS, r.lossTarget(), cr.CPS, plural(cr.Connections, "connection"), plural(r.Missed, "start"), missLimit, never)
 		} else {
-			p.f("Open loop:    %s %.2f requests/sec, achieved %.2f; %s started over %s late (missed)%s\n", label, r.TargetRPS, r.RPS, plural(r.Missed, "send"), missLimit, never)
+			p.f("Open loop:    %s %.2f requests/sec%s, achieved %.2f; %s started over %s late (missed)%s\n", label, r.TargetRPS, r.lossTarget(), r.RPS, plural(r.Missed, "send"), missLimit, never)
 		}
 	}
 	if len(r.Stages) > 0 {
@@ -569,13 +569,40 @@ func plural(n int64, word string) string {
 // order and the window's mean.
 func (r *Report) targetText(mean float64, unit string) string {
 	if len(r.Stages) == 0 {
-		return fmt.Sprintf(" at %.0f %s target", mean, unit)
+		return fmt.Sprintf(" at %.0f %s target%s", mean, unit, r.lossTarget())
 	}
 	steps := []string{strconv.FormatInt(r.Stages[0].TargetFrom, 10)}
 	for _, st := range r.Stages {
 		steps = append(steps, strconv.FormatInt(st.TargetTo, 10))
 	}
 	return fmt.Sprintf(", %s, %s %s target (mean %.0f)", plural(int64(len(r.Stages)), "stage"), strings.Join(steps, "→"), unit, mean)
+}
+
+// lossTarget says, for a run without stages that lost agents, what the
+// target was before them: " (the plan's 1000; agent a2's share of 360
+// stopped with it at 3.10s)", "" otherwise. The target the report gives is what the
+// live agents were asked for, interval by interval (merge.Point
+// TargetRPS), averaged over the window.
+func (r *Report) lossTarget() string {
+	if len(r.LostAgents) == 0 || len(r.Stages) > 0 {
+		return ""
+	}
+	// Without stages the plan's target is constant: the highest an
+	// interval had is the one before the loss.
+	var planned float64
+	for _, tp := range r.Timeline {
+		planned = max(planned, tp.TargetRPS)
+	}
+	var lost []string
+	for _, l := range r.LostAgents {
+		if l.Rate > 0 {
+			lost = append(lost, fmt.Sprintf("agent %s's share of %d stopped with it at %s", l.Name, l.Rate, fmtSeconds(l.LostAtS)))
+		}
+	}
+	if planned == 0 || len(lost) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the plan's %.0f; %s)", planned, strings.Join(lost, "; "))
 }
 
 // sum returns the total of an error (or status) map: the report's one

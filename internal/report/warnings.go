@@ -19,9 +19,16 @@ import (
 // text (h2c prior knowledge, RFC 9113 section 3.3), and the warning says
 // to try --http2. And a --resume-ratio that reached under half the
 // handshakes it planned to (a keep-alive closed loop offers a session only
-// on a reconnect). And a window too short for its latency (ShortWindow).
+// on a reconnect). An open loop whose sends were at least 1 % never sent
+// (Unsent: every connection busy to the window's end), whose percentiles
+// leave out what would have been its slowest requests. And a window too
+// short for its latency (ShortWindow).
 func (r *Report) Warnings() []string {
 	var out []string
+	if sched := r.scheduled(); r.Mode == "open" && r.Unsent > 0 && sched > 0 && float64(r.Unsent) >= 0.01*float64(sched) {
+		out = append(out, fmt.Sprintf("%d of the %d scheduled sends (%.1f %%) never left (every connection busy until the window's end): no percentile holds them, and each would have taken at least its wait to the window's end, so the latency percentiles are lower bounds",
+			r.Unsent, sched, 100*float64(r.Unsent)/float64(sched)))
+	}
 	if share, ok := r.ShortWindow(); ok {
 		out = append(out, fmt.Sprintf("the mean latency (%s) is %.1f %% of the %s window and there was no warm-up: each connection's first response came a latency after the start, and %d requests were in flight at the end, so the RPS (completed requests / window) undercounts the steady rate by up to about %.1f %%; give a longer -d or a --warmup",
 			fmtUs(r.Latency.Mean), 100*share, fmtSeconds(r.DurationS), r.InFlight, 100*share))

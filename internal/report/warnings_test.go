@@ -147,3 +147,31 @@ func TestShortWindowWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsentWarning: an open loop that left 1 % or more of its scheduled
+// sends unsent warns that its percentiles are lower bounds; fewer, or a
+// closed loop, does not.
+func TestUnsentWarning(t *testing.T) {
+	r, err := wire.ReportFromResult(result(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Mode, r.Issued, r.Unsent, r.Carried = "open", 571, 291, 0
+	want := "291 of the 862 scheduled sends (33.8 %) never left (every connection busy until the window's end): no percentile holds them, and each would have taken at least its wait to the window's end, so the latency percentiles are lower bounds"
+	if w := r.Warnings(); !slices.Contains(w, want) {
+		t.Errorf("Warnings() = %q, want %q", w, want)
+	}
+	for name, change := range map[string]func(*report.Report){
+		"closed loop": func(r *report.Report) { r.Mode = "closed" },
+		"under 1 %":   func(r *report.Report) { r.Unsent = 5 },
+		"none unsent": func(r *report.Report) { r.Unsent = 0 },
+	} {
+		c := *r
+		change(&c)
+		for _, w := range c.Warnings() {
+			if strings.Contains(w, "never left") {
+				t.Errorf("%s: warned %q", name, w)
+			}
+		}
+	}
+}
