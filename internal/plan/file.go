@@ -118,6 +118,23 @@ func ParseDuration(s string) (time.Duration, error) {
 // (errors.Join), one per line.
 func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, error) {
 	if err := parseScalars(data); err != nil {
+		// The decoder's unknown fields too, in line order with the
+		// scalars' errors: one pass names every mistake it can.
+		var f File
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		var te *yaml.TypeError
+		if derr := dec.Decode(&f); errors.As(derr, &te) {
+			var unknown []string
+			for _, msg := range te.Errors {
+				if unknownFieldRE.MatchString(msg) {
+					unknown = append(unknown, msg)
+				}
+			}
+			if len(unknown) > 0 {
+				return Plan{}, errors.Join(decodeError(&yaml.TypeError{Errors: unknown}, lineCount(data)), err)
+			}
+		}
 		return Plan{}, err
 	}
 	var f File
