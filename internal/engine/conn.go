@@ -434,6 +434,14 @@ func (e *Engine) watch(w *worker) {
 		if !e.wait(timer, wait) {
 			return
 		}
+		if !e.windowEnd.IsZero() && !time.Now().Before(e.windowEnd) {
+			// The window is over: a slot added now would take nothing (the
+			// pacer is done), and the tickets left are unsent. Growing one
+			// per late ticket until the cap held the run's last interval
+			// for cap × MissThreshold (a connection rate at 1,000/s on a
+			// 50-ms server: 5 s, and the agent was given up as silent).
+			return
+		}
 		if w.ticket.Load() > k || time.Since(due) <= MissThreshold {
 			continue // taken, or not late yet
 		}

@@ -105,3 +105,42 @@ func TestConnectionRateHandshakeOnly(t *testing.T) {
 		t.Errorf("requests %d, served %d, issued %d: want none", total.Requests, reqs.Load(), res.Issued)
 	}
 }
+
+// TestConnectionRateEndsAtWindowEndWithBacklog: a connection rate whose
+// tickets are still backlogged at the window's end (a 300-ms server at
+// 1,000 connections/s, slots growing from 1 under a cap of 4,000) ends
+// once the requests in flight have: the watcher that grows the slots
+// stops with the window. It used to add a slot per untaken ticket every
+// MissThreshold until the cap, holding the last interval for 20 s (an
+// agent given up as silent by its coordinator).
+func TestConnectionRateEndsAtWindowEndWithBacklog(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	p := plan.Plan{URL: srv.URL, Connections: 1, MaxConnections: 4000, Duration: time.Second, Interval: 500 * time.Millisecond,
+		Load: plan.OpenLoop, Rate: 1000, ConnectionRate: true, RequestsPerConnection: 1, Timeout: 5 * time.Second, TLS: plan.TLS{Insecure: true}}
+	e := newEngine(t, p, 1)
+	if _, err := e.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total measure.Counts
+	start := time.Now().Add(50 * time.Millisecond)
+	res, err := e.Run(context.Background(), start, func(iv Interval) { total.Add(&iv.Counts) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Since(start.Add(p.Duration))
+	t.Logf("run ended %v after the window: %d connections opened, %d unsent, %d missed, %d growth refused, issued %d",
+		after.Round(time.Millisecond), total.ConnectionsOpened, total.Unsent, total.Missed, total.GrowthRefused, res.Issued)
+	if total.Unsent == 0 && total.Missed == 0 {
+		t.Fatalf("no ticket was late: the test's premise (a backlog at the window's end) does not hold")
+	}
+	// The requests in flight end within 300 ms (+ a loaded machine's
+	// slack); the old watcher took cap × 5 ms = 20 s.
+	if after > 4*time.Second {
+		t.Errorf("Run returned %v after the window's end, want within the in-flight requests' 300 ms (+ slack)", after)
+	}
+}
