@@ -409,10 +409,10 @@ func (e *Engine) settle(w *worker, t *tally, t0 time.Time, inWindow bool, o *out
 // request due for more than MissThreshold that no connection has taken
 // (every one is busy: a stalled server, a burst), up to the worker's cap.
 // At the cap it counts each such request once as growth refused
-// (measure.Counts.GrowthRefused), in the interval it was found (the
-// window's last for one found after the window's end): a request the cap
-// kept waiting, never a silent one. It wakes at most about once per
-// MissThreshold, whatever the rate.
+// (measure.Counts.GrowthRefused), in the interval it was found: a request
+// the cap kept waiting, never a silent one. It adds a connection for each
+// request late and untaken at once, wakes at most about once per
+// MissThreshold, whatever the rate, and stops at the window's end.
 func (e *Engine) watch(w *worker) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -445,9 +445,20 @@ func (e *Engine) watch(w *worker) {
 		if w.ticket.Load() > k || time.Since(due) <= MissThreshold {
 			continue // taken, or not late yet
 		}
-		// Ticket k is late and untaken: add a connection to take it, or,
-		// at the cap, count it and every later one as late.
-		if e.grow(w) || e.isStopped() {
+		// Ticket k is late and untaken: add a connection to take it and
+		// one for each later ticket as late (a burst, or a connection
+		// rate's slow handshakes, needs them at once: one per wake-up
+		// grew at most 200 a second), or, at the cap, count it and every
+		// later one as late.
+		late := max(e.lastDue(w, time.Now().Add(-MissThreshold))-k+1, 1)
+		grew := false
+		for range late {
+			if !e.grow(w) {
+				break
+			}
+			grew = true
+		}
+		if grew || e.isStopped() {
 			continue
 		}
 		last := e.lastDue(w, time.Now().Add(-MissThreshold))
