@@ -107,7 +107,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"url: https://x/\nheaders:\n  - 'a: b'\n - 'c: d'\n", "line 4: did not find expected key"},
 		{"url: https://x/\nconnections: 10\n  duration: 1s\n", "line 3: mapping values are not allowed in this context"},
 		{"url: https://x/\n\tconnections: 3\n", "line 2: found a tab character that violates indentation"},
-		// An unknown field and a bad scalar: both named, in line order.
+		// An unknown field and a bad scalar: both named, the unknown field first.
 		{"hello: world\nurl: https://x/\nrate: fast\n", "line 1: unknown field \"hello\"\nline 3: rate \"fast\": not a number"},
 	} {
 		_, err := ParseFile([]byte(tc.in), readFiles(nil))
