@@ -451,6 +451,9 @@ func (e *Engine) watch(w *worker) {
 		// grew at most 200 a second), or, at the cap, count it and every
 		// later one as late.
 		late := max(e.lastDue(w, time.Now().Add(-MissThreshold))-k+1, 1)
+		if m := int64(e.maxStreams.Load()); m > 1 {
+			late = (late + m - 1) / m // an HTTP/2 or HTTP/3 connection adds m stream slots
+		}
 		grew := false
 		for range late {
 			if !e.grow(w) {

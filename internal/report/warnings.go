@@ -25,14 +25,6 @@ import (
 // short for its latency (ShortWindow).
 func (r *Report) Warnings() []string {
 	var out []string
-	if sched := r.scheduled(); r.Mode == "open" && r.Unsent > 0 && sched > 0 && float64(r.Unsent) >= 0.01*float64(sched) {
-		out = append(out, fmt.Sprintf("%d of the %d scheduled sends (%.1f %%) never left (every connection busy until the window's end): no percentile holds them, and each would have taken at least its wait to the window's end, so the latency percentiles are lower bounds",
-			r.Unsent, sched, 100*float64(r.Unsent)/float64(sched)))
-	}
-	if share, ok := r.ShortWindow(); ok {
-		out = append(out, fmt.Sprintf("the mean latency (%s) is %.1f %% of the %s window and there was no warm-up: each connection's first response came a latency after the start, and %d requests were in flight at the end, so the RPS (completed requests / window) undercounts the steady rate by up to about %.1f %%; give a longer -d or a --warmup",
-			fmtUs(r.Latency.Mean), 100*share, fmtSeconds(r.DurationS), r.InFlight, 100*share))
-	}
 	if n := r.ErrorTotal(); r.Requests == 0 && n > 0 {
 		w := fmt.Sprintf("no request completed: %s (%s): every figure below is of failures", plural(n, "error"), statusList(r.Errors))
 		if r.Errors["truncated"]+r.Errors["protocol"] == n && strings.HasPrefix(r.Target, "http://") && r.MaxStreams == 0 {
@@ -47,6 +39,18 @@ func (r *Report) Warnings() []string {
 	if h := r.Handshakes; h.ResumeRatioPlanned > 0 && h.Full+h.Resumed > 0 && float64(h.Offered) < h.ResumeRatioPlanned*float64(h.Full+h.Resumed)/2 {
 		out = append(out, fmt.Sprintf("--resume-ratio %g: only %d of %s offered a session: a session is offered only by a connection opened after one was cached, so with keep-alive connections only reconnects can resume and the ratio applies to few or no handshakes (use --no-keepalive or --cps; TLS 1.3 caches a session only once a response was read)",
 			h.ResumeRatioPlanned, h.Offered, plural(h.Full+h.Resumed, "handshake")))
+	}
+	if sched := r.scheduled(); r.Mode == "open" && r.Unsent > 0 && sched > 0 && float64(r.Unsent) >= 0.01*float64(sched) {
+		what := "sends"
+		if r.ConnectionRate != nil {
+			what = "connection starts"
+		}
+		out = append(out, fmt.Sprintf("%d of the %d scheduled %s (%.1f %%) never left (every connection busy until the window's end): no percentile holds them, and each would have taken at least its wait to the window's end, so the latency percentiles are lower bounds",
+			r.Unsent, sched, what, 100*float64(r.Unsent)/float64(sched)))
+	}
+	if share, ok := r.ShortWindow(); ok {
+		out = append(out, fmt.Sprintf("the mean latency (%s) is %.1f %% of the %s window and there was no warm-up: each connection's first response came a latency after the start, and %d requests were in flight at the end, so the RPS (completed requests / window) undercounts the steady rate by up to about %.1f %%; give a longer -d or a --warmup",
+			fmtUs(r.Latency.Mean), 100*share, fmtSeconds(r.DurationS), r.InFlight, 100*share))
 	}
 	return out
 }
