@@ -118,8 +118,8 @@ func ParseDuration(s string) (time.Duration, error) {
 // (errors.Join), one per line.
 func ParseFile(data []byte, readFile func(name string) ([]byte, error)) (Plan, error) {
 	if err := parseScalars(data); err != nil {
-		// The decoder's unknown fields too, in line order with the
-		// scalars' errors: one pass names every mistake it can.
+		// The decoder's unknown fields too, first, then the scalars'
+		// errors: one pass names every mistake it can.
 		var f File
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)

@@ -531,10 +531,13 @@ type Target struct {
 // (wrk's users' host:port/path) is refused with the https one it may
 // have meant.
 func ParseTarget(raw string) (Target, error) {
-	if raw != "" && !strings.Contains(raw, "://") {
+	u, err := url.Parse(raw)
+	if raw != "" && !strings.Contains(raw, "://") && (err != nil || u.Scheme == "" || u.Opaque != "") {
+		// "127.0.0.1:8443" does not parse, "localhost:8443" parses as
+		// scheme localhost, "example.test/x" has none; "https:/x" is left
+		// to the checks below (no host).
 		return Target{}, fmt.Errorf("no scheme: want an absolute URL such as %s (or http://)", redactURL("https://"+strings.TrimPrefix(raw, "//")))
 	}
-	u, err := url.Parse(raw)
 	if err != nil {
 		return Target{}, fmt.Errorf("want an absolute URL such as https://host:port/path: %w", err)
 	}

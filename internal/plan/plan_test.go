@@ -112,6 +112,9 @@ func TestParseTarget(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:8443":             "no scheme: want an absolute URL such as https://127.0.0.1:8443 (or http://)",
 		"//127.0.0.1/x?api_key=s3cr": "no scheme: want an absolute URL such as https://127.0.0.1/x?api_key=" + RedactedValue + " (or http://)",
+		"localhost:8443/":            "no scheme: want an absolute URL such as https://localhost:8443/ (or http://)",
+		"example.test/x":             "no scheme: want an absolute URL such as https://example.test/x (or http://)",
+		"https:/127.0.0.1/":          "want a host, e.g. https://127.0.0.1:8443/",
 	} {
 		if _, err := ParseTarget(in); err == nil || err.Error() != want {
 			t.Errorf("ParseTarget(%q) = %v, want %q", in, err, want)
