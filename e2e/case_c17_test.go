@@ -154,21 +154,16 @@ func TestCaseC17PercentileInvariants(t *testing.T) {
 			holds[n].written = time.Now()
 			mu.Unlock()
 		}, nil)
-		// hold waits (up to 1 s: the server's goroutine may run after the
-		// client has read) for request n's hold.
+		// hold returns request n's hold: written just before the response,
+		// so it is set once the client has read.
 		hold := func(n int64) c17Hold {
-			for range 100 {
-				mu.Lock()
-				h, ok := holds[n]
-				done := ok && !h.written.IsZero()
-				mu.Unlock()
-				if done {
-					return *h
-				}
-				time.Sleep(10 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			h, ok := holds[n]
+			if !ok || h.written.IsZero() {
+				t.Fatalf("server: no response written for request %d", n)
 			}
-			t.Fatalf("server: no response written for request %d", n)
-			return c17Hold{}
+			return *h
 		}
 		var sent int64
 		// A plain Go TLS client's excess over the server's hold, just

@@ -90,10 +90,7 @@ func newRunCmd(co *coordinatorFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := f.opts.check(cmd.Flags().Changed); err != nil {
-				return err
-			}
-			if err := f.opts.checkStages(len(p.Stages)); err != nil {
+			if err := f.opts.check(cmd.Flags().Changed, len(p.Stages)); err != nil {
 				return err
 			}
 			out, err := openOutput("--json", f.jsonFile)

@@ -41,10 +41,15 @@ func (o *runOptions) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.note, "note", "", "free text stored with the run")
 }
 
-// check validates the options: each threshold parses, --abort-on-fail
-// has one. Errors name the flag.
-func (o *runOptions) check(set func(string) bool) error {
-	if _, err := threshold.ParseAll(o.thresholds); err != nil {
+// check validates the options against a plan of stages stages: each
+// threshold parses and names a stage the plan has, --abort-on-fail has
+// one. Errors name the flag.
+func (o *runOptions) check(set func(string) bool, stages int) error {
+	ts, err := threshold.ParseAll(o.thresholds)
+	if err == nil {
+		err = threshold.CheckStages(ts, stages)
+	}
+	if err != nil {
 		return &usageError{fmt.Errorf("--threshold: %w", err)}
 	}
 	if o.abortOnFail && len(o.thresholds) == 0 {
@@ -57,19 +62,6 @@ func (o *runOptions) check(set func(string) bool) error {
 		if strings.TrimSpace(t) == "" || strings.Contains(t, ",") {
 			return &usageError{fmt.Errorf("--tag %q: want a non-empty label without commas", t)}
 		}
-	}
-	return nil
-}
-
-// checkStages refuses a threshold scoped to a stage the plan (of stages
-// stages) does not have. Errors name the flag.
-func (o *runOptions) checkStages(stages int) error {
-	ts, err := threshold.ParseAll(o.thresholds)
-	if err == nil {
-		err = threshold.CheckStages(ts, stages)
-	}
-	if err != nil {
-		return &usageError{fmt.Errorf("--threshold: %w", err)}
 	}
 	return nil
 }

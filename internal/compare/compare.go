@@ -104,19 +104,19 @@ type Result struct {
 	Baseline  []string `json:"baseline_runs"`
 	Candidate []string `json:"candidate_runs"`
 	// Excluded are the client-bound runs left out, with their reasons.
-	Excluded []Excluded `json:"excluded,omitempty"`
+	Excluded []RunNote `json:"excluded,omitempty"`
 	// ClientBound lists the client-bound runs kept (IncludeClientBound).
 	ClientBound []string `json:"client_bound_included,omitempty"`
 	// Partial lists the runs compared that were not whole (report
 	// Partial: an agent lost, or coordctl's coordinator lost), each with
 	// what it lost: their figures cover less load, or a shorter window,
 	// than their plan's.
-	Partial []Excluded `json:"partial_runs,omitempty"`
+	Partial []RunNote `json:"partial_runs,omitempty"`
 	// ShortWindows lists the runs compared whose window was short for
 	// their latency (report.Report.ShortWindow): their RPS undercounts the
 	// steady rate by up to the share given, which differs between servers
 	// of different latency, so it biases the RPS delta.
-	ShortWindows []Excluded `json:"short_windows,omitempty"`
+	ShortWindows []RunNote `json:"short_windows,omitempty"`
 	// PlanDifferences are the settings the compared runs' plans do not
 	// share (plan.Diff, secrets redacted): the candidate side's first run
 	// against the baseline's, and each run of a side against that side's
@@ -138,8 +138,11 @@ type PlanDifference struct {
 	plan.Difference
 }
 
-// Excluded is a run left out of a comparison.
-type Excluded struct {
+// RunNote is a run of a comparison and what the comparison says of it:
+// why it was left out (Result.Excluded), what a partial one lost
+// (Result.Partial), how much a short window undercounts its RPS
+// (Result.ShortWindows).
+type RunNote struct {
 	RunID   string   `json:"run_id"`
 	Side    string   `json:"side"`
 	Reasons []string `json:"reasons"`
@@ -272,16 +275,16 @@ func (res *Result) keep(rs []Run, side string, include bool) []Run {
 	for _, r := range rs {
 		if r.Report.ClientBound {
 			if !include {
-				res.Excluded = append(res.Excluded, Excluded{r.Report.RunID, side, r.Report.ClientBoundReasons})
+				res.Excluded = append(res.Excluded, RunNote{r.Report.RunID, side, r.Report.ClientBoundReasons})
 				continue
 			}
 			res.ClientBound = append(res.ClientBound, r.Report.RunID)
 		}
 		if r.Report.Partial {
-			res.Partial = append(res.Partial, Excluded{r.Report.RunID, side, partialReasons(r.Report)})
+			res.Partial = append(res.Partial, RunNote{r.Report.RunID, side, partialReasons(r.Report)})
 		}
 		if share, ok := r.Report.ShortWindow(); ok {
-			res.ShortWindows = append(res.ShortWindows, Excluded{r.Report.RunID, side, []string{fmt.Sprintf("its RPS undercounts by up to about %.1f %%", 100*share)}})
+			res.ShortWindows = append(res.ShortWindows, RunNote{r.Report.RunID, side, []string{fmt.Sprintf("its RPS undercounts by up to about %.1f %%", 100*share)}})
 		}
 		out = append(out, r)
 	}

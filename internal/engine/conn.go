@@ -450,7 +450,8 @@ func (e *Engine) watch(w *worker) {
 		// rate's slow handshakes, needs them at once: one per wake-up
 		// grew at most 200 a second), or, at the cap, count it and every
 		// later one as late.
-		late := max(e.lastDue(w, time.Now().Add(-MissThreshold))-k+1, 1)
+		last := e.lastDue(w, time.Now().Add(-MissThreshold))
+		late := max(last-k+1, 1)
 		if m := int64(e.maxStreams.Load()); m > 1 {
 			late = (late + m - 1) / m // an HTTP/2 or HTTP/3 connection adds m stream slots
 		}
@@ -464,7 +465,6 @@ func (e *Engine) watch(w *worker) {
 		if grew || e.isStopped() {
 			continue
 		}
-		last := e.lastDue(w, time.Now().Add(-MissThreshold))
 		if last < k {
 			continue
 		}
